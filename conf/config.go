@@ -1,0 +1,248 @@
+// Package conf reads and validates the [OUTPUT] properties of the MongoDB
+// output plugin. It is pure Go: the cgo layer wraps FLBPluginConfigKey in a
+// Getter, tests use Map.
+package conf
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Getter reads one configuration property. An unset key returns "".
+type Getter interface {
+	Get(key string) string
+}
+
+// Mode selects the document model.
+type Mode string
+
+const (
+	ModeBucket Mode = "bucket" // many records per document, grouped by key and time window
+	ModeFlat   Mode = "flat"   // one document per record
+)
+
+// ParserKind selects how the raw log line under parse_key is parsed.
+type ParserKind string
+
+const (
+	ParserNone           ParserKind = "none"
+	ParserApacheCommon   ParserKind = "apache_common"
+	ParserApacheCombined ParserKind = "apache_combined"
+	ParserApacheError    ParserKind = "apache_error"
+	ParserNginxAccess    ParserKind = "nginx_access"
+	ParserJSON           ParserKind = "json"
+	ParserLogfmt         ParserKind = "logfmt"
+	ParserRegex          ParserKind = "regex"
+)
+
+// Partition selects time-partitioned collections.
+type Partition string
+
+const (
+	PartitionNone  Partition = "none"
+	PartitionDay   Partition = "day"   // <collection>_YYYYMMDD
+	PartitionMonth Partition = "month" // <collection>_YYYYMM
+)
+
+// LogLevel is the plugin's own log level (Fluent Bit keeps log_level).
+type LogLevel string
+
+const (
+	LogError LogLevel = "error"
+	LogWarn  LogLevel = "warn"
+	LogInfo  LogLevel = "info"
+	LogDebug LogLevel = "debug"
+)
+
+// WriteConcern is the w option. The zero value means the server default.
+type WriteConcern struct {
+	Majority bool
+	W        int // 1..50 when set and Majority is false
+}
+
+// IsDefault reports whether the server default applies.
+func (w WriteConcern) IsDefault() bool { return !w.Majority && w.W == 0 }
+
+// String renders w as the user writes it ("" for the server default).
+func (w WriteConcern) String() string {
+	switch {
+	case w.Majority:
+		return "majority"
+	case w.W > 0:
+		return strconv.Itoa(w.W)
+	}
+	return ""
+}
+
+// Config is the validated configuration of one [OUTPUT] instance.
+type Config struct {
+	URI       string // the real connection string, credentials included: never log it, use Redacted
+	URISource string // the key that gave it: "uri", "uri_file" or "uri_env"
+
+	Database   string
+	Collection string
+
+	Mode             Mode
+	BucketKey        []string      // field paths; empty means the tag
+	BucketWindow     time.Duration // 0 means no window (group by key only)
+	BucketMaxRecords int
+	BucketMaxBytes   int64
+	Stats            []string // field paths aggregated as {min,max,sum}
+	CountBy          []string // field paths whose values are counted
+
+	Idempotent           bool
+	MaxInflight          int
+	FlushTimeout         time.Duration
+	ConnectTimeout       time.Duration
+	DeadLetterCollection string
+	WriteConcern         WriteConcern
+	WriteJournal         *bool // nil means the server default
+
+	Parser      ParserKind
+	ParseKey    string
+	ParseRegex  string // set only with ParserRegex; compiles and has a named group
+	TimeFromLog bool
+	Types       string // "field:kind,..." as written (trimmed); the parser package interprets it
+
+	IncludeFields    []string
+	ExcludeFields    []string
+	KeyReplaceDot    string
+	KeyReplaceDollar string
+	KeepMetadata     bool
+	TagKey           string
+	TimeKey          string
+
+	TTL           time.Duration // 0 means off
+	TTLJitter     time.Duration
+	Partition     Partition
+	PartitionKeep int // 0 means keep all
+	CappedSize    int64
+	CreateIndexes bool
+
+	PluginLogLevel LogLevel
+	InstanceName   string // empty: the plugin layer names the instance
+}
+
+// KeyDoc documents one configuration key.
+type KeyDoc struct {
+	Key     string
+	Default string // as the user would write it; "" means unset (see Meaning)
+	Meaning string
+}
+
+// keyTable is the one place that lists the keys, their defaults and their
+// meaning. Parse takes every default from here, through the same parsing as
+// a user-written value.
+var keyTable = []KeyDoc{
+	{"uri", "", "MongoDB connection string (`mongodb://` or `mongodb+srv://`). Exactly one of uri, uri_file, uri_env is required. Never logged: the password is shown as xxxxx."},
+	{"uri_file", "", "Path of a file holding the connection string (surrounding whitespace trimmed), e.g. a mounted secret."},
+	{"uri_env", "", "Name of an environment variable holding the connection string."},
+	{"database", "fluentbit", "Database name (non-empty, under 64 bytes, none of `/\\. \"$` or NUL)."},
+	{"collection", "logs", "Collection name (non-empty, at most 200 bytes, no `$` or NUL, not starting with `system.`)."},
+	{"mode", "bucket", "`bucket`: many records per document, grouped by bucket_key and bucket_window; `flat`: one document per record."},
+	{"bucket_key", "", "Comma-separated field paths (dotted, e.g. `kubernetes.pod_name`) that group records into buckets; empty means the tag. Bucket mode only."},
+	{"bucket_window", "1m", "Time window of a bucket: 1s to 24h and dividing 24h evenly (windows align with UTC days), or `0` for no window. Bucket mode only."},
+	{"bucket_max_records", "1000", "Records per bucket document before a new one starts (1-100000). Bucket mode only."},
+	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts (1K-15M; MongoDB's limit is 16M). Bucket mode only."},
+	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum} per bucket. Bucket mode only."},
+	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
+	{"idempotent", "on", "Derive document ids from the chunk so a retried chunk does not insert duplicates."},
+	{"max_inflight", "4", "Concurrent writes to MongoDB per instance (1-64)."},
+	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},
+	{"connect_timeout", "10s", "Deadline for connecting to MongoDB (1s-5m)."},
+	{"dead_letter_collection", "<collection>_dead", "Collection for records that cannot be written (poison records). Cannot be disabled; must differ from collection."},
+	{"write_concern", "", "Write concern w: `majority` or 1-50; empty means the server default. `0` is rejected: chunks are acknowledged only after confirmed writes."},
+	{"write_journal", "", "Write concern j (on/off); empty means the server default."},
+	{"parser", "none", "Parse the line under parse_key: none, apache_common, apache_combined, apache_error, nginx_access, json, logfmt, regex."},
+	{"parse_key", "log", "Field holding the raw line to parse."},
+	{"parse_regex", "", "Go regular expression with named groups; required with `parser regex`, not allowed otherwise."},
+	{"time_from_log", "off", "Use the time parsed from the line as the record time (needs a parser)."},
+	{"types", "", "Comma-separated `field:kind` conversions, kind one of string, int, float, bool, time."},
+	{"include_fields", "", "Comma-separated field paths to keep (all others dropped); applied before exclude_fields."},
+	{"exclude_fields", "", "Comma-separated field paths to drop; a path may not also be in include_fields."},
+	{"key_replace_dot", "_", "Replacement for `.` in field names (no `.`, not starting with `$`)."},
+	{"key_replace_dollar", "_", "Replacement for a leading `$` in field names (no `.`, not starting with `$`)."},
+	{"keep_metadata", "off", "Store the Fluent Bit record metadata under `_meta`."},
+	{"tag_key", "tag", "Field that holds the tag (in buckets' `key` when bucket_key is empty, and in flat documents); no `.`, not starting with `$`."},
+	{"time_key", "ts", "Field that holds the record time; no `.`, not starting with `$`."},
+	{"ttl", "0", "Expire documents this long after their window ends (TTL index); `0` means never, otherwise at least 1m."},
+	{"ttl_jitter", "0", "Random extra delay per bucket, 0 to ttl, so deletions do not spike; needs ttl."},
+	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`) or `month` (`<collection>_YYYYMM`)."},
+	{"partition_keep", "0", "With partition: how many partitions to keep (older ones are dropped whole); `0` keeps all."},
+	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Not with ttl or partition."},
+	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup, TTL) at start."},
+	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
+	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means the Fluent Bit alias or `mongodb.N`."},
+}
+
+// Redacted returns the connection string with its password hidden.
+func (c *Config) Redacted() string { return RedactURI(c.URI) }
+
+// String renders the configuration as key=value pairs in Keys() order, with
+// the connection string redacted. Values with spaces or quotes are quoted.
+func (c *Config) String() string {
+	var b strings.Builder
+	for i, kv := range c.settings() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(kv[0])
+		b.WriteByte('=')
+		v := kv[1]
+		if v == "" || strings.ContainsAny(v, " \t\"'\\") {
+			v = strconv.Quote(v)
+		}
+		b.WriteString(v)
+	}
+	return b.String()
+}
+
+// settings lists the effective value of every key as a user would write it;
+// uri is redacted and its source given as uri_source.
+func (c *Config) settings() [][2]string {
+	journal := ""
+	if c.WriteJournal != nil {
+		journal = formatBool(*c.WriteJournal)
+	}
+	return [][2]string{
+		{"uri", c.Redacted()},
+		{"uri_source", c.URISource},
+		{"database", c.Database},
+		{"collection", c.Collection},
+		{"mode", string(c.Mode)},
+		{"bucket_key", strings.Join(c.BucketKey, ",")},
+		{"bucket_window", formatDuration(c.BucketWindow)},
+		{"bucket_max_records", strconv.Itoa(c.BucketMaxRecords)},
+		{"bucket_max_bytes", formatSize(c.BucketMaxBytes)},
+		{"stats", strings.Join(c.Stats, ",")},
+		{"count_by", strings.Join(c.CountBy, ",")},
+		{"idempotent", formatBool(c.Idempotent)},
+		{"max_inflight", strconv.Itoa(c.MaxInflight)},
+		{"flush_timeout", formatDuration(c.FlushTimeout)},
+		{"connect_timeout", formatDuration(c.ConnectTimeout)},
+		{"dead_letter_collection", c.DeadLetterCollection},
+		{"write_concern", c.WriteConcern.String()},
+		{"write_journal", journal},
+		{"parser", string(c.Parser)},
+		{"parse_key", c.ParseKey},
+		{"parse_regex", c.ParseRegex},
+		{"time_from_log", formatBool(c.TimeFromLog)},
+		{"types", c.Types},
+		{"include_fields", strings.Join(c.IncludeFields, ",")},
+		{"exclude_fields", strings.Join(c.ExcludeFields, ",")},
+		{"key_replace_dot", c.KeyReplaceDot},
+		{"key_replace_dollar", c.KeyReplaceDollar},
+		{"keep_metadata", formatBool(c.KeepMetadata)},
+		{"tag_key", c.TagKey},
+		{"time_key", c.TimeKey},
+		{"ttl", formatDuration(c.TTL)},
+		{"ttl_jitter", formatDuration(c.TTLJitter)},
+		{"partition", string(c.Partition)},
+		{"partition_keep", strconv.Itoa(c.PartitionKeep)},
+		{"capped_size", formatSize(c.CappedSize)},
+		{"create_indexes", formatBool(c.CreateIndexes)},
+		{"plugin_log_level", string(c.PluginLogLevel)},
+		{"instance_name", c.InstanceName},
+	}
+}

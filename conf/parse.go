@@ -1,0 +1,689 @@
+package conf
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// Error is one configuration problem. Its message is
+// `<key>: invalid value "<value>": <reason>`, or `<key>: <reason>` for a
+// missing or unknown key. A value that may hold a password is redacted.
+type Error struct {
+	Key     string
+	Value   string
+	Reason  string
+	NoValue bool
+}
+
+func (e *Error) Error() string {
+	if e.NoValue {
+		return e.Key + ": " + e.Reason
+	}
+	return e.Key + ": invalid value " + strconv.Quote(e.Value) + ": " + e.Reason
+}
+
+// Limits that are not plain defaults.
+const (
+	maxCollectionBytes = 200
+	maxDatabaseBytes   = 63
+	maxNamespaceBytes  = 255                      // <database>.<collection>
+	maxTTL             = 2147483647 * time.Second // expireAfterSeconds is a 32-bit integer
+	deadLetterSuffix   = "_dead"                  // default dead_letter_collection is <collection>_dead
+)
+
+// Parse reads every key from g, applies the defaults of Keys(), validates
+// each value and the combinations, and returns all problems at once (joined
+// with errors.Join; each one is an *Error). env and readFile resolve uri_env
+// and uri_file; nil means os.Getenv and os.ReadFile. Parse does no network I/O.
+func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, error)) (*Config, error) {
+	if g == nil {
+		g = Map{}
+	}
+	if env == nil {
+		env = os.Getenv
+	}
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	r := &reader{g: g, set: map[string]string{}, bad: map[string]bool{}}
+	c := &Config{}
+
+	c.URI, c.URISource = r.uri(env, readFile)
+	c.Database = r.name("database", checkDatabase)
+	c.Collection = r.name("collection", checkCollection)
+
+	c.Mode = Mode(r.enum("mode", string(ModeBucket), string(ModeFlat)))
+	c.BucketKey = r.fieldPaths("bucket_key")
+	c.BucketWindow = r.duration("bucket_window", func(d time.Duration) string {
+		switch {
+		case d == 0:
+			return ""
+		case d < time.Second || d > day:
+			return "must be between 1s and 24h, or 0 for no window"
+		case d < day && day%d != 0:
+			return "must divide 24h evenly so that windows align with UTC days (e.g. 10s, 30s, 1m, 5m, 15m, 1h, 6h, 24h)"
+		}
+		return ""
+	})
+	c.BucketMaxRecords = r.integer("bucket_max_records", 1, 100000)
+	c.BucketMaxBytes = r.size("bucket_max_bytes", func(n int64) string {
+		return between(n, kib, 15*mib, "1K and 15M (MongoDB documents are limited to 16M)")
+	})
+	c.Stats = r.fieldPaths("stats")
+	c.CountBy = r.fieldPaths("count_by")
+
+	c.Idempotent = r.boolean("idempotent")
+	c.MaxInflight = r.integer("max_inflight", 1, 64)
+	c.FlushTimeout = r.duration("flush_timeout", func(d time.Duration) string {
+		return between(int64(d), int64(time.Second), int64(10*time.Minute), "1s and 10m")
+	})
+	c.ConnectTimeout = r.duration("connect_timeout", func(d time.Duration) string {
+		return between(int64(d), int64(time.Second), int64(5*time.Minute), "1s and 5m")
+	})
+	c.DeadLetterCollection = r.deadLetter(c.Collection)
+	c.WriteConcern = r.writeConcern()
+	if v, set := r.raw("write_journal"); set {
+		b, why := parseBool(v)
+		if r.check("write_journal", v, why) {
+			c.WriteJournal = &b
+		}
+	}
+
+	c.Parser = ParserKind(r.enum("parser", string(ParserNone), string(ParserApacheCommon),
+		string(ParserApacheCombined), string(ParserApacheError), string(ParserNginxAccess),
+		string(ParserJSON), string(ParserLogfmt), string(ParserRegex)))
+	c.ParseKey = r.name("parse_key", func(s string) string {
+		if strings.ContainsRune(s, 0) {
+			return "must not contain NUL"
+		}
+		return ""
+	})
+	c.ParseRegex = r.regex("parse_regex")
+	c.TimeFromLog = r.boolean("time_from_log")
+	c.Types = r.types("types")
+
+	c.IncludeFields = r.fieldPaths("include_fields")
+	c.ExcludeFields = r.fieldPaths("exclude_fields")
+	c.KeyReplaceDot = r.name("key_replace_dot", checkReplacement)
+	c.KeyReplaceDollar = r.name("key_replace_dollar", checkReplacement)
+	c.KeepMetadata = r.boolean("keep_metadata")
+	c.TagKey = r.name("tag_key", checkFieldName)
+	c.TimeKey = r.name("time_key", checkFieldName)
+
+	c.TTL = r.duration("ttl", func(d time.Duration) string {
+		if d != 0 && (d < time.Minute || d > maxTTL) {
+			return "must be 0 (off) or between 1m and 2147483647s (MongoDB's TTL limit)"
+		}
+		return ""
+	})
+	c.TTLJitter = r.duration("ttl_jitter", func(time.Duration) string { return "" }) // bounded by ttl below
+	c.Partition = Partition(r.enum("partition", string(PartitionNone), string(PartitionDay), string(PartitionMonth)))
+	c.PartitionKeep = r.integer("partition_keep", 0, 1<<31-1)
+	c.CappedSize = r.size("capped_size", func(n int64) string {
+		if n != 0 && n < 4*kib {
+			return "must be 0 (not capped) or at least 4K"
+		}
+		return ""
+	})
+	c.CreateIndexes = r.boolean("create_indexes")
+
+	c.PluginLogLevel = LogLevel(r.enum("plugin_log_level", string(LogError), string(LogWarn), string(LogInfo), string(LogDebug)))
+	c.InstanceName = r.instanceName("instance_name")
+
+	r.combinations(c)
+	r.unknownKeys()
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	return c, nil
+}
+
+// reader reads keys from a Getter and collects errors.
+type reader struct {
+	g    Getter
+	errs []error
+	set  map[string]string // keys the user gave, with their trimmed value
+	bad  map[string]bool   // keys whose value was rejected
+}
+
+// raw returns the trimmed value of key, or its default from the key table
+// when unset; set reports whether the user gave it.
+func (r *reader) raw(key string) (value string, set bool) {
+	d, ok := lookupKey(key)
+	if !ok {
+		r.errs = append(r.errs, &Error{Key: key, Reason: "internal error: key missing from the key table", NoValue: true})
+		return "", false
+	}
+	v := strings.TrimSpace(r.g.Get(key))
+	if v == "" {
+		return d.Default, false
+	}
+	r.set[key] = v
+	return v, true
+}
+
+// invalid records `<key>: invalid value "<value>": <reason>`. A value that
+// may be a connection string is redacted.
+func (r *reader) invalid(key, value, reason string) {
+	if key == "uri" || strings.Contains(value, "://") ||
+		(strings.HasPrefix(key, "uri_") && strings.Contains(value, "@")) {
+		value = RedactURI(value)
+	}
+	r.bad[key] = true
+	r.errs = append(r.errs, &Error{Key: key, Value: value, Reason: reason})
+}
+
+// check records an error when why is not empty and reports whether the value is good.
+func (r *reader) check(key, value, why string) bool {
+	if why != "" {
+		r.invalid(key, value, why)
+		return false
+	}
+	return true
+}
+
+func between(n, lo, hi int64, what string) string {
+	if n < lo || n > hi {
+		return "must be between " + what
+	}
+	return ""
+}
+
+func (r *reader) name(key string, valid func(string) string) string {
+	v, _ := r.raw(key)
+	if !r.check(key, v, valid(v)) {
+		return ""
+	}
+	return v
+}
+
+func (r *reader) enum(key string, allowed ...string) string {
+	v, _ := r.raw(key)
+	l := strings.ToLower(v)
+	if slices.Contains(allowed, l) {
+		return l
+	}
+	r.invalid(key, v, "must be one of "+strings.Join(allowed, ", "))
+	return ""
+}
+
+func (r *reader) boolean(key string) bool {
+	v, _ := r.raw(key)
+	b, why := parseBool(v)
+	r.check(key, v, why)
+	return b
+}
+
+func (r *reader) integer(key string, lo, hi int64) int {
+	v, _ := r.raw(key)
+	n, why := parseInt(v)
+	if why != "" || n < lo || n > hi {
+		r.invalid(key, v, "must be a whole number between "+strconv.FormatInt(lo, 10)+" and "+strconv.FormatInt(hi, 10))
+		return 0
+	}
+	return int(n)
+}
+
+func (r *reader) duration(key string, valid func(time.Duration) string) time.Duration {
+	v, _ := r.raw(key)
+	d, why := parseDuration(v)
+	if why == "" {
+		why = valid(d)
+	}
+	if !r.check(key, v, why) {
+		return 0
+	}
+	return d
+}
+
+func (r *reader) size(key string, valid func(int64) string) int64 {
+	v, _ := r.raw(key)
+	n, why := parseSize(v)
+	if why == "" {
+		why = valid(n)
+	}
+	if !r.check(key, v, why) {
+		return 0
+	}
+	return n
+}
+
+func (r *reader) fieldPaths(key string) []string {
+	v, _ := r.raw(key)
+	if v == "" {
+		return nil
+	}
+	list, why := parseList(v)
+	if why == "" {
+		for _, p := range list {
+			if why = checkFieldPath(p); why != "" {
+				why = strconv.Quote(p) + " " + why
+				break
+			}
+		}
+	}
+	if !r.check(key, v, why) {
+		return nil
+	}
+	return list
+}
+
+// uri resolves the connection string from exactly one of uri, uri_file, uri_env.
+func (r *reader) uri(env func(string) string, readFile func(string) ([]byte, error)) (uri, source string) {
+	literal, literalSet := r.raw("uri")
+	file, fileSet := r.raw("uri_file")
+	envName, envSet := r.raw("uri_env")
+
+	var given []string
+	for _, k := range []struct {
+		key string
+		set bool
+	}{{"uri", literalSet}, {"uri_file", fileSet}, {"uri_env", envSet}} {
+		if k.set {
+			given = append(given, k.key)
+		}
+	}
+	if len(given) == 0 {
+		r.bad["uri"] = true
+		r.errs = append(r.errs, &Error{Key: "uri", NoValue: true,
+			Reason: "required: set uri (or uri_file, or uri_env) to a MongoDB connection string such as mongodb://localhost:27017"})
+		return "", ""
+	}
+	// The first source given is validated; the others are only reported as
+	// conflicts (their file or variable is not read).
+	for _, k := range given[1:] {
+		r.invalid(k, r.set[k], "conflicts with "+given[0]+"; give exactly one of uri, uri_file or uri_env")
+	}
+	var ok bool
+	switch given[0] {
+	case "uri":
+		uri, ok = literal, r.check("uri", literal, checkURI(literal))
+	case "uri_file":
+		uri, ok = r.uriFromFile(file, readFile)
+	default:
+		uri, ok = r.uriFromEnv(envName, env)
+	}
+	if !ok || len(given) > 1 {
+		return "", ""
+	}
+	return uri, given[0]
+}
+
+func (r *reader) uriFromFile(path string, readFile func(string) ([]byte, error)) (string, bool) {
+	if strings.Contains(path, "://") {
+		r.invalid("uri_file", path, "looks like a connection string; uri_file takes the path of a file holding one (use uri for the string itself)")
+		return "", false
+	}
+	data, err := readFile(path)
+	if err != nil {
+		// The path is already in the message: keep only the cause, so that a
+		// connection string given as a path is not repeated unredacted.
+		why := err.Error()
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			why = pe.Err.Error()
+		}
+		r.invalid("uri_file", path, "cannot read the file: "+strings.ReplaceAll(why, path, RedactURI(path)))
+		return "", false
+	}
+	return r.uriContent("uri_file", path, "the file", strings.TrimSpace(string(data)))
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (r *reader) uriFromEnv(name string, env func(string) string) (string, bool) {
+	if !envNameRE.MatchString(name) {
+		why := "not an environment variable name (letters, digits and _, not starting with a digit)"
+		if strings.Contains(name, "://") {
+			why = "looks like a connection string; uri_env takes the name of an environment variable holding one (use uri for the string itself)"
+		}
+		r.invalid("uri_env", name, why)
+		return "", false
+	}
+	return r.uriContent("uri_env", name, "the environment variable", strings.TrimSpace(env(name)))
+}
+
+// uriContent validates a connection string read from a file or the
+// environment. Content that does not even start like a connection string is
+// not shown: it may be a bare password.
+func (r *reader) uriContent(key, value, where, content string) (string, bool) {
+	if content == "" {
+		r.invalid(key, value, where+" is empty or not set")
+		return "", false
+	}
+	why := checkURI(content)
+	if why == "" {
+		return content, true
+	}
+	if strings.HasPrefix(content, schemeMongoDB) || strings.HasPrefix(content, schemeSRV) {
+		r.invalid(key, value, where+" holds an invalid connection string "+strconv.Quote(RedactURI(content))+": "+why)
+	} else {
+		r.invalid(key, value, where+" does not hold a MongoDB connection string: it must start with mongodb:// or mongodb+srv:// (content not shown)")
+	}
+	return "", false
+}
+
+func (r *reader) deadLetter(collection string) string {
+	v, set := r.raw("dead_letter_collection")
+	if !set {
+		if collection == "" { // collection was rejected: no default to derive
+			return ""
+		}
+		v = collection + deadLetterSuffix
+		if why := checkCollection(v); why != "" {
+			r.invalid("dead_letter_collection", v, why+" (this default is derived from collection; set dead_letter_collection)")
+			return ""
+		}
+		return v
+	}
+	switch strings.ToLower(v) {
+	case "off", "none", "no", "false", "0", "disabled", "disable":
+		r.invalid("dead_letter_collection", v, "cannot be disabled: records MongoDB rejects must be kept somewhere; give a collection name")
+		return ""
+	}
+	if !r.check("dead_letter_collection", v, checkCollection(v)) {
+		return ""
+	}
+	return v
+}
+
+func (r *reader) writeConcern() WriteConcern {
+	v, set := r.raw("write_concern")
+	if !set {
+		return WriteConcern{}
+	}
+	if strings.EqualFold(v, "majority") {
+		return WriteConcern{Majority: true}
+	}
+	n, why := parseInt(v)
+	switch {
+	case why == "" && n == 0:
+		why = "unacknowledged writes cannot guarantee delivery (the plugin acknowledges a chunk only after MongoDB confirms the write); use majority or 1-50"
+	case why == "" && n <= 50:
+		return WriteConcern{W: int(n)}
+	default:
+		why = "must be majority or a number of members 1-50 (tag sets are not supported)"
+	}
+	r.invalid("write_concern", v, why)
+	return WriteConcern{}
+}
+
+func (r *reader) regex(key string) string {
+	v, set := r.raw(key)
+	if !set {
+		return ""
+	}
+	re, err := regexp.Compile(v)
+	if err != nil {
+		r.invalid(key, v, "does not compile: "+strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		return ""
+	}
+	seen := map[string]bool{}
+	for _, n := range re.SubexpNames() {
+		if n == "" {
+			continue
+		}
+		if seen[n] {
+			r.invalid(key, v, "names the group "+strconv.Quote(n)+" twice")
+			return ""
+		}
+		seen[n] = true
+	}
+	if len(seen) == 0 {
+		r.invalid(key, v, "has no named group; name the fields with (?P<name>...)")
+		return ""
+	}
+	return v
+}
+
+var typeKinds = []string{"string", "int", "float", "bool", "time"}
+
+// types checks the syntax of "field:kind,..." and keeps the text as written.
+func (r *reader) types(key string) string {
+	v, _ := r.raw(key)
+	if v == "" {
+		return ""
+	}
+	list, why := parseList(v)
+	seen := map[string]bool{}
+	for _, item := range list {
+		if why != "" {
+			break
+		}
+		field, kind, ok := strings.Cut(item, ":")
+		field, kind = strings.TrimSpace(field), strings.TrimSpace(kind)
+		switch {
+		case !ok:
+			why = strconv.Quote(item) + " is not field:kind"
+		case checkFieldPath(field) != "":
+			why = strconv.Quote(item) + ": field " + checkFieldPath(field)
+		case !slices.Contains(typeKinds, kind):
+			why = strconv.Quote(item) + ": kind must be one of " + strings.Join(typeKinds, ", ")
+		case seen[field]:
+			why = "field " + strconv.Quote(field) + " is given twice"
+		}
+		seen[field] = true
+	}
+	if !r.check(key, v, why) {
+		return ""
+	}
+	return v
+}
+
+func (r *reader) instanceName(key string) string {
+	v, set := r.raw(key)
+	if !set {
+		return ""
+	}
+	for _, c := range v {
+		if unicode.IsSpace(c) || unicode.IsControl(c) || c == ']' {
+			r.invalid(key, v, "must not contain spaces, control characters or ']' (it is printed inside [...] log prefixes)")
+			return ""
+		}
+	}
+	return v
+}
+
+// combinations checks rules that involve several keys. A key whose own value
+// was rejected is not checked again.
+func (r *reader) combinations(c *Config) {
+	ok := func(keys ...string) bool {
+		for _, k := range keys {
+			if r.bad[k] {
+				return false
+			}
+		}
+		return true
+	}
+
+	if ok("mode") && c.Mode == ModeFlat {
+		for _, k := range []string{"bucket_key", "bucket_window", "bucket_max_records", "bucket_max_bytes", "stats", "count_by"} {
+			if v, set := r.set[k]; set && ok(k) {
+				r.invalid(k, v, "mode flat has no buckets; remove "+k+" or set mode bucket")
+			}
+		}
+	}
+
+	if ok("ttl", "ttl_jitter") && c.TTLJitter > 0 {
+		if c.TTL == 0 {
+			r.invalid("ttl_jitter", r.set["ttl_jitter"], "needs ttl (ttl is 0, off)")
+		} else if c.TTLJitter > c.TTL {
+			r.invalid("ttl_jitter", r.set["ttl_jitter"], "must not exceed ttl ("+formatDuration(c.TTL)+")")
+		}
+	}
+
+	if ok("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == PartitionNone {
+		r.invalid("partition_keep", r.set["partition_keep"], "needs partition day or month (partition is none)")
+	}
+
+	if ok("capped_size") && c.CappedSize > 0 {
+		if ok("ttl") && c.TTL > 0 {
+			r.invalid("capped_size", r.set["capped_size"], "cannot be combined with ttl (capped collections cannot have TTL indexes)")
+		}
+		if ok("partition") && c.Partition != PartitionNone {
+			r.invalid("capped_size", r.set["capped_size"], "cannot be combined with partition "+string(c.Partition)+" (partition collections are not capped)")
+		}
+	}
+
+	if ok("parser", "parse_regex") {
+		if v, set := r.set["parse_regex"]; set && c.Parser != ParserRegex {
+			r.invalid("parse_regex", v, "only used with parser regex (parser is "+string(c.Parser)+")")
+		}
+		if c.Parser == ParserRegex && c.ParseRegex == "" {
+			r.bad["parse_regex"] = true
+			r.errs = append(r.errs, &Error{Key: "parse_regex", NoValue: true,
+				Reason: "required with parser regex: a Go regular expression with named groups, e.g. ^(?P<level>\\w+) (?P<msg>.*)$"})
+		}
+	}
+
+	if ok("parser", "time_from_log") && c.TimeFromLog && c.Parser == ParserNone {
+		r.invalid("time_from_log", r.set["time_from_log"], "needs a parser (parser is none)")
+	}
+
+	if ok("include_fields", "exclude_fields") {
+		for _, p := range c.ExcludeFields {
+			if slices.Contains(c.IncludeFields, p) {
+				r.invalid("exclude_fields", r.set["exclude_fields"], strconv.Quote(p)+" is also in include_fields")
+				break
+			}
+		}
+	}
+
+	if ok("tag_key", "time_key") && c.TagKey == c.TimeKey {
+		r.invalid("time_key", c.TimeKey, "must differ from tag_key")
+	}
+
+	if !ok("database", "collection") {
+		return
+	}
+	// Partitions are <collection>_YYYYMMDD or _YYYYMM.
+	longest := c.Collection
+	if ok("partition") && c.Partition != PartitionNone {
+		suffix := "_YYYYMMDD"
+		if c.Partition == PartitionMonth {
+			suffix = "_YYYYMM"
+		}
+		longest = c.Collection + suffix
+		if len(longest) > maxCollectionBytes {
+			r.invalid("collection", c.Collection, "too long for partition "+string(c.Partition)+": "+
+				"<collection>"+suffix+" must be at most 200 bytes")
+		}
+	}
+	if len(c.Database)+1+len(longest) > maxNamespaceBytes {
+		r.invalid("collection", c.Collection, "<database>.<collection> (with any partition suffix) must be at most 255 bytes")
+	}
+	if !ok("collection", "dead_letter_collection") || c.DeadLetterCollection == "" {
+		return // a derived dead letter name is not checked when collection failed
+	}
+	dl := c.DeadLetterCollection
+	dlValue := r.set["dead_letter_collection"]
+	if dlValue == "" {
+		dlValue = dl
+	}
+	switch {
+	case dl == c.Collection:
+		r.invalid("dead_letter_collection", dlValue, "must differ from collection")
+	case ok("partition") && c.Partition != PartitionNone && isPartitionName(dl, c.Collection):
+		r.invalid("dead_letter_collection", dlValue, "looks like a partition of collection and could be dropped with it; choose another name")
+	case len(c.Database)+1+len(dl) > maxNamespaceBytes:
+		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 255 bytes")
+	}
+}
+
+// isPartitionName reports whether name has the form <collection>_<6 or 8 digits>.
+func isPartitionName(name, collection string) bool {
+	rest, ok := strings.CutPrefix(name, collection+"_")
+	return ok && isDigits(rest) && (len(rest) == 6 || len(rest) == 8)
+}
+
+// unknownKeys reports keys the Getter holds that no rule reads, when the
+// Getter can list them.
+func (r *reader) unknownKeys() {
+	l, ok := r.g.(Lister)
+	if !ok {
+		return
+	}
+	for _, k := range l.Keys() {
+		if _, known := lookupKey(k); known || Reserved(k) {
+			continue
+		}
+		why := "unknown key"
+		if s := suggest(k); s != "" {
+			why += "; did you mean " + s + "?"
+		}
+		r.errs = append(r.errs, &Error{Key: k, Reason: why, NoValue: true})
+	}
+}
+
+// Name rules. Each returns "" when valid, else the reason.
+
+func checkDatabase(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > maxDatabaseBytes:
+		return "must be shorter than 64 bytes"
+	case strings.ContainsAny(s, "/\\. \"$\x00"):
+		return "must not contain / \\ . space \" $ or NUL"
+	}
+	return ""
+}
+
+func checkCollection(s string) string {
+	switch {
+	case s == "":
+		return "must not be empty"
+	case len(s) > maxCollectionBytes:
+		return "must be at most 200 bytes"
+	case strings.ContainsAny(s, "$\x00"):
+		return "must not contain $ or NUL"
+	case strings.HasPrefix(s, "system."):
+		return "must not start with system. (reserved by MongoDB)"
+	}
+	return ""
+}
+
+// checkFieldPath checks a dotted path such as kubernetes.pod_name.
+func checkFieldPath(p string) string {
+	if strings.ContainsRune(p, 0) {
+		return "must not contain NUL"
+	}
+	if slices.Contains(strings.Split(p, "."), "") {
+		return "has an empty path segment (write a.b, not a..b, .a or a.)"
+	}
+	return ""
+}
+
+// checkFieldName checks a top-level field name the plugin writes.
+func checkFieldName(s string) string {
+	switch {
+	case strings.Contains(s, "."):
+		return "must not contain '.'"
+	case strings.HasPrefix(s, "$"):
+		return "must not start with '$'"
+	case strings.ContainsRune(s, 0):
+		return "must not contain NUL"
+	case s == "_id":
+		return "_id is the document id"
+	}
+	return ""
+}
+
+// checkReplacement checks a replacement for '.' or a leading '$' in field names.
+func checkReplacement(s string) string {
+	switch {
+	case strings.Contains(s, "."):
+		return "must not contain '.'"
+	case strings.HasPrefix(s, "$"):
+		return "must not start with '$'"
+	case strings.ContainsRune(s, 0):
+		return "must not contain NUL"
+	}
+	return ""
+}
