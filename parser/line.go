@@ -1,0 +1,83 @@
+package parser
+
+import (
+	"fmt"
+	"strings"
+)
+
+// lineParserNames lists the names NewLineParser accepts, for error messages.
+const lineParserNames = "apache_common, apache_combined, apache_error, nginx_access, json, logfmt, regex, none"
+
+// NewLineParser returns the line parser called name (case-insensitive).
+// regex is the pattern of the "regex" parser and must be empty for the others.
+// "none" and "" give a nil parser and no error: lines are kept as they are.
+func NewLineParser(name, regex string) (LineParser, error) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if name != "regex" && regex != "" {
+		return nil, fmt.Errorf("regex %q is only used by parser regex, not by parser %q", regex, name)
+	}
+	switch name {
+	case "", "none":
+		return nil, nil
+	case "apache_common":
+		return apacheCommon, nil
+	case "apache_combined":
+		return apacheCombined, nil
+	case "nginx_access":
+		return nginxAccess, nil
+	case "apache_error":
+		return apacheErrorParser{}, nil
+	case "json":
+		return jsonLineParser{}, nil
+	case "logfmt":
+		return logfmtParser{}, nil
+	case "regex":
+		return newRegexParser(regex)
+	}
+	return nil, fmt.Errorf("unknown parser %q: allowed %s", name, lineParserNames)
+}
+
+// trimLineEnd drops the spaces, tabs and line breaks that end a line (a tail
+// of a CRLF file leaves the "\r").
+func trimLineEnd(s string) string {
+	i := len(s)
+	for i > 0 && (s[i-1] == ' ' || s[i-1] == '\t' || s[i-1] == '\r' || s[i-1] == '\n') {
+		i--
+	}
+	return s[:i]
+}
+
+// cutQuoted reads a double-quoted field whose opening quote has already been
+// consumed: it returns the field's content as written (escapes such as \"
+// kept) and the text after the closing quote. A quote preceded by an odd
+// number of backslashes is escaped and does not close the field.
+func cutQuoted(s string) (field, rest string, ok bool) {
+	for off := 0; ; {
+		j := strings.IndexByte(s[off:], '"')
+		if j < 0 {
+			return "", "", false
+		}
+		j += off
+		backslashes := 0
+		for k := j - 1; k >= 0 && s[k] == '\\'; k-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			return s[:j], s[j+1:], true
+		}
+		off = j + 1
+	}
+}
+
+// cutBlock reads the "[...]" that s starts with and returns its content and
+// the text after it.
+func cutBlock(s string) (block, rest string, ok bool) {
+	if s == "" || s[0] != '[' {
+		return "", "", false
+	}
+	end := strings.IndexByte(s, ']')
+	if end < 0 {
+		return "", "", false
+	}
+	return s[1:end], s[end+1:], true
+}
