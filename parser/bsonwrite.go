@@ -1,0 +1,383 @@
+package parser
+
+import (
+	"encoding/binary"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// writer appends BSON for one record document. It also implements FieldSink,
+// so line parsers write their fields straight into the document.
+type writer struct {
+	d       *Decoder
+	dst     []byte
+	scratch [24]byte
+	frames  []frame
+	logTime *time.Time
+}
+
+// frame is an open map or array of FieldSink calls.
+type frame struct {
+	start int32
+	array bool
+	n     int
+}
+
+// validString returns raw as a string with invalid UTF-8 sequences replaced
+// by U+FFFD.
+func validString(raw []byte) string {
+	if utf8.Valid(raw) {
+		return string(raw)
+	}
+	return strings.ToValidUTF8(string(raw), "\uFFFD")
+}
+
+// bytesString views b as a string without copying; the string must not
+// outlive b.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// appendString appends a BSON string value (length, bytes, NUL).
+func appendString(dst, raw []byte) []byte {
+	if !utf8.Valid(raw) {
+		raw = []byte(strings.ToValidUTF8(string(raw), "\uFFFD"))
+	}
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(raw)+1))
+	dst = append(dst, raw...)
+	return append(dst, 0)
+}
+
+// appendName appends a field name made safe for MongoDB: "." becomes
+// ReplaceDot, a leading "$" becomes ReplaceDollar, NUL becomes "_", invalid
+// UTF-8 becomes U+FFFD and an empty name becomes "_empty". At the top level
+// a reserved name gets a "_" prefix.
+func (w *writer) appendName(dst, key []byte, top bool) []byte {
+	if top && w.d.reserved[string(key)] {
+		dst = append(dst, '_')
+	}
+	if len(key) == 0 {
+		return append(dst, "_empty\x00"...)
+	}
+	clean := key[0] != '$' && utf8.Valid(key)
+	for i := 0; clean && i < len(key); i++ {
+		clean = key[i] != '.' && key[i] != 0
+	}
+	if clean {
+		dst = append(dst, key...)
+		return append(dst, 0)
+	}
+	s := validString(key)
+	if s[0] == '$' {
+		dst = append(dst, w.d.opt.ReplaceDollar...)
+		s = s[1:]
+	}
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '.':
+			dst = append(dst, w.d.opt.ReplaceDot...)
+		case 0:
+			dst = append(dst, '_')
+		default:
+			dst = append(dst, s[i])
+		}
+	}
+	return append(dst, 0)
+}
+
+// element appends a type placeholder and a name, returning the placeholder's
+// position for value to fill in.
+func (w *writer) element(key []byte, top bool) int {
+	at := len(w.dst)
+	w.dst = append(w.dst, 0)
+	w.dst = w.appendName(w.dst, key, top)
+	return at
+}
+
+// readKey reads a map key; a container used as a key is skipped whole and
+// named "key".
+func (w *writer) readKey(r *reader) ([]byte, error) {
+	start := r.pos
+	k, err := r.next()
+	if err != nil {
+		return nil, err
+	}
+	if k.kind == kArray || k.kind == kMap {
+		r.pos = start
+		if err := r.skip(); err != nil {
+			return nil, err
+		}
+	}
+	return keyBytes(k, w.scratch[:0]), nil
+}
+
+// value reads one msgpack value and appends it as BSON, setting the element
+// type at typeAt. inc and exc are the field filters below this value.
+func (w *writer) value(r *reader, typeAt int, inc, exc *pathNode, depth int) error {
+	start := r.pos
+	v, err := r.next()
+	if err != nil {
+		return err
+	}
+	t := bsoncore.TypeNull
+	switch v.kind {
+	case kNil:
+	case kBool:
+		t = bsoncore.TypeBoolean
+		w.dst = append(w.dst, boolByte(v.b))
+	case kInt:
+		if v.i >= math.MinInt32 && v.i <= math.MaxInt32 {
+			t = bsoncore.TypeInt32
+			w.dst = binary.LittleEndian.AppendUint32(w.dst, uint32(int32(v.i)))
+		} else {
+			t = bsoncore.TypeInt64
+			w.dst = binary.LittleEndian.AppendUint64(w.dst, uint64(v.i))
+		}
+	case kUint:
+		// Above int64: a Decimal128 integer holds it without loss.
+		t = bsoncore.TypeDecimal128
+		w.dst = binary.LittleEndian.AppendUint64(w.dst, v.u)
+		w.dst = binary.LittleEndian.AppendUint64(w.dst, decimalExponentZero)
+	case kFloat:
+		t = bsoncore.TypeDouble
+		w.dst = binary.LittleEndian.AppendUint64(w.dst, math.Float64bits(v.f))
+	case kStr, kBin:
+		t = bsoncore.TypeString
+		w.dst = appendString(w.dst, v.raw)
+	case kExt:
+		if ts, ok := eventTime(v); ok {
+			t = bsoncore.TypeDateTime
+			w.dst = binary.LittleEndian.AppendUint64(w.dst, uint64(ts.UnixMilli()))
+		} else {
+			t = bsoncore.TypeEmbeddedDocument
+			var at int32
+			at, w.dst = bsoncore.ReserveLength(w.dst)
+			w.dst = bsoncore.AppendInt32Element(w.dst, "type", int32(v.ext))
+			w.dst = bsoncore.AppendBinaryElement(w.dst, "data", 0, v.raw)
+			w.dst = closeDoc(w.dst, at)
+		}
+	case kMap, kArray:
+		if depth > MaxDepth {
+			r.pos = start
+			if err := r.skip(); err != nil {
+				return err
+			}
+			return errTooDeep
+		}
+		t = bsoncore.TypeEmbeddedDocument
+		if v.kind == kArray {
+			t = bsoncore.TypeArray
+		}
+		if err := w.container(r, v, inc, exc, depth); err != nil {
+			return err
+		}
+	}
+	w.dst[typeAt] = byte(t)
+	return nil
+}
+
+// container appends the elements of a map or array whose header was read.
+func (w *writer) container(r *reader, v value, inc, exc *pathNode, depth int) error {
+	at, dst := bsoncore.ReserveLength(w.dst)
+	w.dst = dst
+	for i := 0; i < v.n; i++ {
+		var typeAt int
+		var incNext, excNext *pathNode
+		if v.kind == kMap {
+			key, err := w.readKey(r)
+			if err != nil {
+				return err
+			}
+			var keep bool
+			if keep, incNext, excNext = selectKey(key, inc, exc); !keep {
+				if err := r.skip(); err != nil {
+					return err
+				}
+				continue
+			}
+			typeAt = w.element(key, false)
+		} else {
+			typeAt = w.element(strconv.AppendInt(w.scratch[:0], int64(i), 10), false)
+		}
+		if err := w.value(r, typeAt, incNext, excNext, depth+1); err != nil {
+			if err == errTooDeep {
+				return w.skipRest(r, v, i, err)
+			}
+			return err
+		}
+	}
+	w.dst = closeDoc(w.dst, at)
+	return nil
+}
+
+// skipRest skips the elements of a container after element i failed with
+// err, so the reader stays in step, and returns err.
+func (w *writer) skipRest(r *reader, v value, i int, err error) error {
+	left := v.n - i - 1
+	if v.kind == kMap {
+		left *= 2
+	}
+	for ; left > 0; left-- {
+		if e := r.skip(); e != nil {
+			return e
+		}
+	}
+	return err
+}
+
+// decimalExponentZero is the high word of a Decimal128 with exponent 0 and
+// a coefficient below 2^64.
+const decimalExponentZero = uint64(6176) << 49
+
+func boolByte(b bool) byte {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func closeDoc(dst []byte, at int32) []byte {
+	dst = append(dst, 0)
+	return bsoncore.UpdateLength(dst, at, int32(len(dst))-at)
+}
+
+// parseLine handles the field holding a raw line. It returns false when the
+// value is not a string, so the caller stores it as an ordinary field.
+func (w *writer) parseLine(r *reader, key []byte, rec *Record) (bool, error) {
+	start := r.pos
+	v, err := r.next()
+	if err != nil {
+		return false, err
+	}
+	if v.kind != kStr && v.kind != kBin {
+		r.pos = start
+		return false, nil
+	}
+	// The line lives only while this record is written: the parser's
+	// fields are copied into the document as they are emitted.
+	line := bytesString(v.raw)
+	if perr := w.d.opt.Line.Parse(line, w); perr == nil {
+		return true, nil
+	} else {
+		rec.ParseFailed = true
+		w.String(string(key), line)
+		w.String("_parse_error", perr.Error())
+	}
+	return true, nil
+}
+
+// The FieldSink methods. At depth 0 they apply the field filters and the
+// reserved names; below, keys inside arrays are the element indexes.
+
+func (w *writer) sinkKey(key string, t bsoncore.Type) bool {
+	k := unsafe.Slice(unsafe.StringData(key), len(key))
+	if len(w.frames) == 0 {
+		if keep, _, _ := selectKey(k, w.d.include, w.d.exclude); !keep {
+			return false
+		}
+		w.dst = append(w.dst, byte(t))
+		w.dst = w.appendName(w.dst, k, true)
+		return true
+	}
+	f := &w.frames[len(w.frames)-1]
+	w.dst = append(w.dst, byte(t))
+	if f.array {
+		w.dst = strconv.AppendInt(w.dst, int64(f.n), 10)
+		w.dst = append(w.dst, 0)
+	} else {
+		w.dst = w.appendName(w.dst, k, false)
+	}
+	f.n++
+	return true
+}
+
+// skipped counts the open containers whose key the filters dropped, so their
+// contents are dropped too.
+func (w *writer) dropping() bool {
+	return len(w.frames) > 0 && w.frames[len(w.frames)-1].start < 0
+}
+
+func (w *writer) String(key, val string) {
+	if !w.dropping() && w.sinkKey(key, bsoncore.TypeString) {
+		w.dst = appendString(w.dst, unsafe.Slice(unsafe.StringData(val), len(val)))
+	}
+}
+
+func (w *writer) Int(key string, v int64) {
+	if w.dropping() {
+		return
+	}
+	if v >= math.MinInt32 && v <= math.MaxInt32 {
+		if w.sinkKey(key, bsoncore.TypeInt32) {
+			w.dst = binary.LittleEndian.AppendUint32(w.dst, uint32(int32(v)))
+		}
+	} else if w.sinkKey(key, bsoncore.TypeInt64) {
+		w.dst = binary.LittleEndian.AppendUint64(w.dst, uint64(v))
+	}
+}
+
+func (w *writer) Float(key string, v float64) {
+	if !w.dropping() && w.sinkKey(key, bsoncore.TypeDouble) {
+		w.dst = binary.LittleEndian.AppendUint64(w.dst, math.Float64bits(v))
+	}
+}
+
+func (w *writer) Bool(key string, v bool) {
+	if !w.dropping() && w.sinkKey(key, bsoncore.TypeBoolean) {
+		w.dst = append(w.dst, boolByte(v))
+	}
+}
+
+func (w *writer) Null(key string) {
+	if !w.dropping() {
+		w.sinkKey(key, bsoncore.TypeNull)
+	}
+}
+
+func (w *writer) Time(key string, t time.Time) {
+	if w.dropping() {
+		return
+	}
+	if len(w.frames) == 0 && key == "time" && w.d.opt.TimeFromLog {
+		// The log's own time becomes the entry time instead of a field.
+		w.logTime = &t
+		return
+	}
+	if w.sinkKey(key, bsoncore.TypeDateTime) {
+		w.dst = binary.LittleEndian.AppendUint64(w.dst, uint64(t.UnixMilli()))
+	}
+}
+
+func (w *writer) BeginMap(key string)   { w.begin(key, bsoncore.TypeEmbeddedDocument) }
+func (w *writer) BeginArray(key string) { w.begin(key, bsoncore.TypeArray) }
+
+func (w *writer) begin(key string, t bsoncore.Type) {
+	if w.dropping() || len(w.frames) >= MaxDepth || !w.sinkKey(key, t) {
+		// A dropped container: remember it so End matches, write nothing.
+		w.frames = append(w.frames, frame{start: -1})
+		return
+	}
+	var at int32
+	at, w.dst = bsoncore.ReserveLength(w.dst)
+	w.frames = append(w.frames, frame{start: at, array: t == bsoncore.TypeArray})
+}
+
+func (w *writer) End() {
+	if len(w.frames) == 0 {
+		return
+	}
+	f := w.frames[len(w.frames)-1]
+	w.frames = w.frames[:len(w.frames)-1]
+	if f.start >= 0 {
+		w.dst = closeDoc(w.dst, f.start)
+	}
+}

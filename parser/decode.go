@@ -1,0 +1,441 @@
+package parser
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// MaxDepth is how deep maps and arrays may nest inside a record body. MongoDB
+// refuses documents nested deeper than 100 levels; a record nested deeper than
+// MaxDepth is reported as bad rather than half stored.
+const MaxDepth = 64
+
+// Options configure a Decoder. The zero value of each field means "off".
+type Options struct {
+	TimeKey       string // name of the entry time field, e.g. "ts"
+	ReplaceDot    string // replaces "." in field names
+	ReplaceDollar string // replaces a leading "$" in field names
+	KeepMetadata  bool   // store record metadata under "_meta"
+	// Reserved are further top-level names the caller writes itself (for
+	// example "_id" and the tag field in flat mode); a record field with one
+	// of these names, or with TimeKey, is stored with a "_" prefix.
+	Reserved []string
+
+	Line        LineParser // nil: no line parsing
+	ParseKey    string     // field holding the raw line
+	TimeFromLog bool       // the log line's own time becomes the entry time
+	Types       map[string]Kind
+
+	Include []string // dotted paths; empty: everything
+	Exclude []string // dotted paths
+
+	// MaxRecordBytes bounds one encoded record; a larger one is reported
+	// as bad. Zero means the BSON limit of 16 MiB.
+	MaxRecordBytes int
+}
+
+// Record is one decoded record, encoded as the BSON entry document the
+// writer stores.
+type Record struct {
+	Index       int       // position in the chunk
+	Time        time.Time // entry time
+	Doc         bsoncore.Document
+	ParseFailed bool // the line parser did not match; the raw line was kept
+}
+
+// BadRecord is a record that cannot be stored as an entry. Raw holds its
+// msgpack bytes, so it can be parked with its reason.
+type BadRecord struct {
+	Index  int
+	Offset int
+	Time   time.Time // zero when the time itself was unreadable
+	Raw    []byte
+	Reason string
+}
+
+// CorruptError says where a chunk stopped being valid msgpack. The records
+// before it were decoded normally.
+type CorruptError struct {
+	Index  int // index of the record that could not be read
+	Offset int // byte offset of that record in the chunk
+	Err    error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("corrupt chunk at record %d (byte offset %d): %v", e.Index, e.Offset, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Batch holds the outcome of decoding one chunk. Record documents point into
+// an arena owned by the batch; reuse a Batch only after its documents are no
+// longer needed.
+type Batch struct {
+	Records []Record
+	Bad     []BadRecord
+	// Corrupt is set when the chunk is not valid msgpack from Corrupt.Offset
+	// on; Rest holds those bytes.
+	Corrupt *CorruptError
+	Rest    []byte
+	// ParseFailures counts records whose line did not parse.
+	ParseFailures int
+	arena         []byte
+}
+
+// Reset empties the batch, keeping its memory.
+func (b *Batch) Reset() {
+	b.Records = b.Records[:0]
+	b.Bad = b.Bad[:0]
+	b.Corrupt = nil
+	b.Rest = nil
+	b.ParseFailures = 0
+	b.arena = b.arena[:0]
+}
+
+// Prefix appends elements that go first in each record document (after the
+// time), for example a flat document's _id. idx is the record's index and
+// t its event time.
+type Prefix func(dst []byte, idx int, t time.Time) []byte
+
+// Decoder turns Fluent Bit chunks into BSON entry documents in one pass,
+// without building an intermediate map per record. It is safe for
+// concurrent use: Decode keeps its state on the stack.
+type Decoder struct {
+	opt      Options
+	reserved map[string]bool
+	types    map[string]Kind
+	include  *pathNode
+	exclude  *pathNode
+	maxBytes int
+}
+
+// NewDecoder checks and compiles opts.
+func NewDecoder(opts Options) (*Decoder, error) {
+	if opts.TimeKey == "" {
+		return nil, errors.New("time key must not be empty")
+	}
+	d := &Decoder{opt: opts, maxBytes: opts.MaxRecordBytes}
+	if d.maxBytes <= 0 {
+		d.maxBytes = 16 * 1024 * 1024
+	}
+	d.reserved = map[string]bool{opts.TimeKey: true}
+	if opts.KeepMetadata {
+		d.reserved["_meta"] = true
+	}
+	for _, r := range opts.Reserved {
+		d.reserved[r] = true
+	}
+	d.types = map[string]Kind{}
+	if opts.Line != nil {
+		for k, v := range opts.Line.Types() {
+			d.types[k] = v
+		}
+	}
+	for k, v := range opts.Types {
+		d.types[k] = v
+	}
+	d.include = buildPaths(opts.Include)
+	d.exclude = buildPaths(opts.Exclude)
+	return d, nil
+}
+
+// pathNode is one level of a set of dotted field paths.
+type pathNode struct {
+	leaf     bool
+	children map[string]*pathNode
+}
+
+func buildPaths(paths []string) *pathNode {
+	if len(paths) == 0 {
+		return nil
+	}
+	root := &pathNode{children: map[string]*pathNode{}}
+	for _, p := range paths {
+		n := root
+		for _, seg := range strings.Split(p, ".") {
+			c := n.children[seg]
+			if c == nil {
+				c = &pathNode{children: map[string]*pathNode{}}
+				n.children[seg] = c
+			}
+			n = c
+		}
+		n.leaf = true
+	}
+	return root
+}
+
+// selectKey decides whether the field key under the filters inc and exc is
+// stored, and which filters apply below it.
+func selectKey(key []byte, inc, exc *pathNode) (keep bool, incNext, excNext *pathNode) {
+	if exc != nil {
+		if excNext = exc.children[string(key)]; excNext != nil && excNext.leaf {
+			return false, nil, nil
+		}
+	}
+	if inc != nil {
+		c := inc.children[string(key)]
+		if c == nil {
+			return false, nil, nil
+		}
+		if !c.leaf {
+			incNext = c
+		}
+	}
+	return true, incNext, excNext
+}
+
+var errTooDeep = fmt.Errorf("nested deeper than %d levels", MaxDepth)
+
+// Decode decodes every record of chunk into b (after resetting it). It
+// returns only when the chunk has been read to its end or to the first
+// corrupt byte (then b.Corrupt is set).
+func (d *Decoder) Decode(chunk []byte, prefix Prefix, b *Batch) {
+	b.Reset()
+	if cap(b.arena) < len(chunk)*2 {
+		b.arena = make([]byte, 0, len(chunk)*2+1024)
+	}
+	r := reader{buf: chunk}
+	for idx := 0; r.pos < len(chunk); idx++ {
+		start := r.pos
+		bad, err := d.record(&r, idx, prefix, b)
+		if err != nil {
+			b.Corrupt = &CorruptError{Index: idx, Offset: start, Err: err}
+			b.Rest = chunk[start:]
+			return
+		}
+		if bad != nil {
+			bad.Index, bad.Offset, bad.Raw = idx, start, chunk[start:r.pos]
+			b.Bad = append(b.Bad, *bad)
+		}
+	}
+}
+
+// record decodes one record. A record that is valid msgpack but cannot be
+// stored is returned as bad (with r moved past it); an error means r cannot
+// find the record's end.
+func (d *Decoder) record(r *reader, idx int, prefix Prefix, b *Batch) (*BadRecord, error) {
+	start := r.pos
+	v, err := r.next()
+	if err != nil {
+		return nil, err
+	}
+	if v.kind != kArray || v.n != 2 {
+		r.pos = start
+		if err := r.skip(); err != nil {
+			return nil, err
+		}
+		return &BadRecord{Reason: "record is not a [header, body] array"}, nil
+	}
+	// The header is [time, metadata] (Fluent Bit >= 2.1) or a bare time.
+	hdrStart := r.pos
+	h, err := r.next()
+	if err != nil {
+		return nil, err
+	}
+	var meta []byte
+	tv := h
+	if h.kind == kArray {
+		if h.n < 1 {
+			r.pos = hdrStart
+			return d.skipBad(r, start, "empty record header", time.Time{})
+		}
+		if tv, err = r.next(); err != nil {
+			return nil, err
+		}
+		for i := 1; i < h.n; i++ {
+			ms := r.pos
+			if err := r.skip(); err != nil {
+				return nil, err
+			}
+			if i == 1 {
+				meta = r.buf[ms:r.pos]
+			}
+		}
+	}
+	ts, ok := eventTime(tv)
+	if !ok {
+		return d.skipBody(r, "record time is not an EventTime, integer or float", time.Time{})
+	}
+	bodyStart := r.pos
+	body, err := r.next()
+	if err != nil {
+		return nil, err
+	}
+	if body.kind != kMap {
+		r.pos = bodyStart
+		return d.skipBody(r, "record body is not a map", ts)
+	}
+
+	mark := len(b.arena)
+	rec, reason, err := d.entry(r, body.n, ts, meta, prefix, idx, b)
+	if err != nil {
+		return nil, err
+	}
+	if reason != "" {
+		b.arena = b.arena[:mark]
+		return &BadRecord{Reason: reason, Time: ts}, nil
+	}
+	rec.Index = idx
+	b.Records = append(b.Records, rec)
+	if rec.ParseFailed {
+		b.ParseFailures++
+	}
+	return nil, nil
+}
+
+func (d *Decoder) skipBad(r *reader, start int, reason string, ts time.Time) (*BadRecord, error) {
+	r.pos = start
+	if err := r.skip(); err != nil {
+		return nil, err
+	}
+	return &BadRecord{Reason: reason, Time: ts}, nil
+}
+
+// skipBody skips the record body that follows the header.
+func (d *Decoder) skipBody(r *reader, reason string, ts time.Time) (*BadRecord, error) {
+	if err := r.skip(); err != nil {
+		return nil, err
+	}
+	return &BadRecord{Reason: reason, Time: ts}, nil
+}
+
+// eventTime converts a Fluent Bit record time: EventTime (ext 0: uint32
+// seconds, uint32 nanoseconds, big-endian), integer seconds or float seconds.
+func eventTime(v value) (time.Time, bool) {
+	switch v.kind {
+	case kExt:
+		if v.ext != 0 || len(v.raw) != 8 {
+			return time.Time{}, false
+		}
+		sec := binary.BigEndian.Uint32(v.raw)
+		nsec := binary.BigEndian.Uint32(v.raw[4:])
+		return time.Unix(int64(sec), int64(nsec)).UTC(), true
+	case kInt:
+		return time.Unix(v.i, 0).UTC(), true
+	case kUint:
+		if v.u > math.MaxInt64/2 {
+			return time.Time{}, false
+		}
+		return time.Unix(int64(v.u), 0).UTC(), true
+	case kFloat:
+		if math.IsNaN(v.f) || math.IsInf(v.f, 0) || math.Abs(v.f) > 1e15 {
+			return time.Time{}, false
+		}
+		sec, frac := math.Modf(v.f)
+		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+	}
+	return time.Time{}, false
+}
+
+// entry writes the entry document of one record whose body map (n pairs)
+// starts at r. A non-empty reason means the record is bad; r is then past it.
+func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Prefix, idx int, b *Batch) (Record, string, error) {
+	rec := Record{Time: ts}
+	docStart, dst := bsoncore.ReserveLength(b.arena)
+	dst = bsoncore.AppendHeader(dst, bsoncore.TypeDateTime, d.opt.TimeKey)
+	timeAt := len(dst)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(ts.UnixMilli()))
+	if prefix != nil {
+		dst = prefix(dst, idx, ts)
+	}
+	w := writer{d: d, dst: dst}
+	var depthErr error
+	for i := 0; i < n; i++ {
+		key, err := w.readKey(r)
+		if err != nil {
+			return rec, "", err
+		}
+		if depthErr != nil {
+			// Keep reading to find the record's end.
+			if err := r.skip(); err != nil {
+				return rec, "", err
+			}
+			continue
+		}
+		if d.opt.Line != nil && string(key) == d.opt.ParseKey {
+			handled, err := w.parseLine(r, key, &rec)
+			if err != nil {
+				return rec, "", err
+			}
+			if handled {
+				continue
+			}
+		}
+		keep, inc, exc := selectKey(key, d.include, d.exclude)
+		if !keep {
+			if err := r.skip(); err != nil {
+				return rec, "", err
+			}
+			continue
+		}
+		if kind, ok := d.types[string(key)]; ok && kind != KindString {
+			vs := r.pos
+			v, err := r.next()
+			if err != nil {
+				return rec, "", err
+			}
+			if v.kind == kStr || v.kind == kBin {
+				EmitTyped(&w, bytesString(key), bytesString(v.raw), kind)
+				continue
+			}
+			r.pos = vs
+		}
+		typeAt := w.element(key, true)
+		if err := w.value(r, typeAt, inc, exc, 1); err != nil {
+			if !errors.Is(err, errTooDeep) {
+				return rec, "", err
+			}
+			depthErr = err
+		}
+	}
+	if depthErr != nil {
+		return rec, "record body is " + depthErr.Error(), nil
+	}
+	if d.opt.KeepMetadata && meta != nil {
+		mr := reader{buf: meta}
+		typeAt := w.element([]byte("_meta"), false)
+		if err := w.value(&mr, typeAt, nil, nil, 1); err != nil {
+			return rec, "record metadata is " + err.Error(), nil
+		}
+	}
+	dst = append(w.dst, 0)
+	size := len(dst) - int(docStart)
+	if size > d.maxBytes {
+		return rec, fmt.Sprintf("record of %d bytes exceeds the %d-byte limit", size, d.maxBytes), nil
+	}
+	dst = bsoncore.UpdateLength(dst, docStart, int32(size))
+	if w.logTime != nil && d.opt.TimeFromLog {
+		rec.Time = w.logTime.UTC()
+		binary.LittleEndian.PutUint64(dst[timeAt:], uint64(rec.Time.UnixMilli()))
+	}
+	b.arena = dst
+	rec.Doc = bsoncore.Document(dst[docStart:])
+	return rec, "", nil
+}
+
+// keyBytes returns the bytes of a map key. Keys that are not strings are
+// formatted as text (scratch may be used for that).
+func keyBytes(k value, scratch []byte) []byte {
+	switch k.kind {
+	case kStr, kBin:
+		return k.raw
+	case kInt:
+		return fmt.Appendf(scratch, "%d", k.i)
+	case kUint:
+		return fmt.Appendf(scratch, "%d", k.u)
+	case kFloat:
+		return fmt.Appendf(scratch, "%g", k.f)
+	case kBool:
+		return fmt.Appendf(scratch, "%t", k.b)
+	case kNil:
+		return append(scratch, "null"...)
+	}
+	return append(scratch, "key"...)
+}
