@@ -1,0 +1,254 @@
+// Package bucketer groups decoded records into buckets: one group per source
+// key and time window, with the statistics each bucket keeps. It is pure:
+// no I/O, and every result depends only on its inputs.
+package bucketer
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+)
+
+// Config says how records are grouped.
+type Config struct {
+	KeyPaths []string      // record fields forming the key; empty: the tag
+	TagKey   string        // key field name that holds the tag when KeyPaths is empty
+	Window   time.Duration // window length, aligned to the UTC epoch; 0: none
+	Stats    []string      // fields whose numbers get min, max and sum
+	CountBy  []string      // fields whose values are counted
+	// ReplaceDot and ReplaceDollar make key paths and counted values into
+	// field names, the same way record field names are made safe.
+	ReplaceDot    string
+	ReplaceDollar string
+}
+
+// Group is the records of one key and window, in chunk order.
+type Group struct {
+	// ID identifies the key and window; bucket ids are ID + "-" + sequence.
+	ID         string
+	Key        bsoncore.Document
+	Start, End time.Time // zero when there is no window
+	Records    []*parser.Record
+}
+
+// BucketID is the id of the bucket with sequence number seq in group id.
+func BucketID(id string, seq int) string {
+	return id + "-" + strconv.Itoa(seq)
+}
+
+// Group splits recs into groups, in order of first appearance.
+func (c *Config) Group(tag string, recs []parser.Record) []*Group {
+	byKey := map[string]*Group{}
+	var groups []*Group
+	var scratch []byte
+	for i := range recs {
+		rec := &recs[i]
+		var start time.Time
+		if c.Window > 0 {
+			start = rec.Time.Truncate(c.Window)
+		}
+		scratch = c.appendKey(scratch[:0], tag, rec.Doc)
+		scratch = appendInt64(scratch, start.UnixMilli())
+		g := byKey[string(scratch)]
+		if g == nil {
+			keyLen := len(scratch) - 8
+			sum := sha256.Sum256(scratch)
+			g = &Group{
+				ID:  hex.EncodeToString(sum[:10]),
+				Key: bsoncore.Document(append([]byte(nil), scratch[:keyLen]...)),
+			}
+			if c.Window > 0 {
+				g.Start, g.End = start, start.Add(c.Window)
+			}
+			byKey[string(scratch)] = g
+			groups = append(groups, g)
+		}
+		g.Records = append(g.Records, rec)
+	}
+	return groups
+}
+
+func appendInt64(dst []byte, v int64) []byte {
+	for i := 0; i < 8; i++ {
+		dst = append(dst, byte(v>>(8*i)))
+	}
+	return dst
+}
+
+// appendKey appends the key document of one record.
+func (c *Config) appendKey(dst []byte, tag string, doc bsoncore.Document) []byte {
+	at, dst := bsoncore.ReserveLength(dst)
+	if len(c.KeyPaths) == 0 {
+		dst = bsoncore.AppendStringElement(dst, c.TagKey, tag)
+	}
+	for _, p := range c.KeyPaths {
+		name := c.FieldName(p)
+		if v, err := doc.LookupErr(strings.Split(p, ".")...); err == nil {
+			dst = bsoncore.AppendValueElement(dst, name, v)
+		} else {
+			dst = bsoncore.AppendNullElement(dst, name)
+		}
+	}
+	dst = append(dst, 0)
+	return bsoncore.UpdateLength(dst, at, int32(len(dst))-at)
+}
+
+// FieldName turns a dotted path or a counted value into one safe field name.
+func (c *Config) FieldName(s string) string {
+	if s == "" {
+		return "_empty"
+	}
+	if strings.HasPrefix(s, "$") {
+		s = c.ReplaceDollar + s[1:]
+	}
+	s = strings.ReplaceAll(s, ".", c.ReplaceDot)
+	return strings.ReplaceAll(s, "\x00", "_")
+}
+
+// Stat is the numeric summary of one field over some records.
+type Stat struct {
+	Field    string // safe field name
+	N        int    // how many numeric values were seen
+	Min, Max float64
+	Sum      float64
+	IntSum   int64
+	Float    bool // some value was a double: Sum holds the sum, else IntSum
+}
+
+// Count is the number of records with one value of a counted field.
+type Count struct {
+	Field, Value string // safe field names
+	N            int
+}
+
+// Summary is what a bucket records about a set of its entries.
+type Summary struct {
+	Records      int
+	Bytes        int // entries' encoded size as array elements
+	MinTs, MaxTs time.Time
+	Stats        []Stat
+	Counts       []Count
+}
+
+// EntryBytes is the most a record takes as an element of the logs array:
+// its document plus the element header (type, index as up to 6 digits, NUL).
+func EntryBytes(rec *parser.Record) int {
+	return len(rec.Doc) + 8
+}
+
+// Summarize computes the summary of recs.
+func (c *Config) Summarize(recs []*parser.Record) Summary {
+	s := Summary{Records: len(recs)}
+	stats := make([]Stat, len(c.Stats))
+	for i, f := range c.Stats {
+		stats[i] = Stat{Field: c.FieldName(f), Min: math.Inf(1), Max: math.Inf(-1)}
+	}
+	counts := map[[2]string]int{}
+	var order [][2]string
+	for _, rec := range recs {
+		s.Bytes += EntryBytes(rec)
+		if s.MinTs.IsZero() || rec.Time.Before(s.MinTs) {
+			s.MinTs = rec.Time
+		}
+		if rec.Time.After(s.MaxTs) {
+			s.MaxTs = rec.Time
+		}
+		for j, f := range c.Stats {
+			addStat(&stats[j], rec.Doc, f)
+		}
+		for _, f := range c.CountBy {
+			k := [2]string{c.FieldName(f), c.FieldName(valueName(rec.Doc, f))}
+			if _, ok := counts[k]; !ok {
+				order = append(order, k)
+			}
+			counts[k]++
+		}
+	}
+	for _, st := range stats {
+		if st.N > 0 {
+			s.Stats = append(s.Stats, st)
+		}
+	}
+	for _, k := range order {
+		s.Counts = append(s.Counts, Count{Field: k[0], Value: k[1], N: counts[k]})
+	}
+	return s
+}
+
+func addStat(st *Stat, doc bsoncore.Document, path string) {
+	v, err := doc.LookupErr(strings.Split(path, ".")...)
+	if err != nil {
+		return
+	}
+	var f float64
+	switch v.Type {
+	case bsoncore.TypeInt32:
+		i := int64(v.Int32())
+		f = float64(i)
+		st.IntSum += i
+	case bsoncore.TypeInt64:
+		i := v.Int64()
+		f = float64(i)
+		st.IntSum += i
+	case bsoncore.TypeDouble:
+		f = v.Double()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return
+		}
+		st.Float = true
+	default:
+		return
+	}
+	st.N++
+	st.Sum += f
+	st.Min = math.Min(st.Min, f)
+	st.Max = math.Max(st.Max, f)
+}
+
+// valueName is the text a counted value is filed under: strings as they
+// are, numbers and booleans as text, anything else (missing, null, maps) as
+// its type name.
+func valueName(doc bsoncore.Document, path string) string {
+	v, err := doc.LookupErr(strings.Split(path, ".")...)
+	if err != nil {
+		return "null"
+	}
+	switch v.Type {
+	case bsoncore.TypeString:
+		s := v.StringValue()
+		if len(s) > 128 {
+			s = s[:128]
+		}
+		return s
+	case bsoncore.TypeInt32:
+		return strconv.Itoa(int(v.Int32()))
+	case bsoncore.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bsoncore.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bsoncore.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	}
+	return v.Type.String()
+}
+
+// Fit returns how many of recs fit in room records and roomBytes bytes,
+// when each record also costs extra bytes (at least 0).
+func Fit(recs []*parser.Record, room, roomBytes, extra int) int {
+	n := 0
+	for n < len(recs) && n < room {
+		roomBytes -= EntryBytes(recs[n]) + extra
+		if roomBytes < 0 {
+			break
+		}
+		n++
+	}
+	return n
+}
