@@ -1,0 +1,254 @@
+// Package instance is one configured [OUTPUT] of the plugin: its
+// configuration, MongoDB client, sink and logger. The cgo layer holds one
+// Instance per Fluent Bit output and calls Flush and Exit on it.
+package instance
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// reportEvery is how often a summary line is logged at info.
+const reportEvery = time.Minute
+
+// exitGrace bounds how long Exit waits for flushes in flight beyond their
+// own deadline.
+const exitGrace = 5 * time.Second
+
+// Instance is one configured output.
+type Instance struct {
+	Name   string
+	cfg    *conf.Config
+	log    *Logger
+	client *mongo.Client
+	sink   *sink.Sink
+
+	stop     context.CancelFunc // ends background work (the start-up ping)
+	ctx      context.Context
+	bg       sync.WaitGroup
+	inflight sync.WaitGroup
+	closing  atomic.Bool
+	setup    atomic.Bool
+
+	mu         sync.Mutex
+	lastReport time.Time
+	reported   sink.Totals
+}
+
+// New validates the configuration and prepares the instance. It does not
+// wait for MongoDB: an unreachable server is logged, and flushes are
+// retried until it is back.
+func New(g conf.Getter, defaultName string, logOut io.Writer) (*Instance, error) {
+	cfg, err := conf.Parse(g, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	name := cfg.InstanceName
+	if name == "" {
+		name = defaultName
+	}
+	log := NewLogger(logOut, name, cfg.PluginLogLevel)
+	opt, err := sinkOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	copts := options.Client().ApplyURI(cfg.URI).
+		SetAppName("fluent-bit-out_mongodb").
+		SetConnectTimeout(cfg.ConnectTimeout).
+		SetServerSelectionTimeout(cfg.ConnectTimeout)
+	if wc := writeConcern(cfg); wc != nil {
+		copts.SetWriteConcern(wc)
+	}
+	client, err := mongo.Connect(copts)
+	if err != nil {
+		return nil, fmt.Errorf("uri: invalid value %q: %v", cfg.Redacted(), err)
+	}
+	db := client.Database(cfg.Database)
+	s, err := sink.New(opt, writer.MongoStore{DB: db}, writer.DefaultRetry, log)
+	if err != nil {
+		_ = client.Disconnect(context.Background())
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	in := &Instance{Name: name, cfg: cfg, log: log, client: client, sink: s, ctx: ctx, stop: stop, lastReport: time.Now()}
+	log.Infof("writing to %s, database %s, collection %s, mode %s", cfg.Redacted(), cfg.Database, cfg.Collection, cfg.Mode)
+	in.bg.Add(1)
+	go in.ping()
+	return in, nil
+}
+
+// ping checks the server once at start, so a wrong address shows in the
+// log at once rather than at the first flush.
+func (in *Instance) ping() {
+	defer in.bg.Done()
+	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.ConnectTimeout)
+	defer cancel()
+	if err := in.client.Ping(ctx, nil); err != nil {
+		if in.ctx.Err() == nil {
+			in.log.Warnf("MongoDB is not reachable yet (%v); chunks will be retried until it is", err)
+		}
+		return
+	}
+	in.log.Infof("connected to MongoDB")
+}
+
+func writeConcern(cfg *conf.Config) *writeconcern.WriteConcern {
+	if cfg.WriteConcern.IsDefault() && cfg.WriteJournal == nil {
+		return nil
+	}
+	wc := &writeconcern.WriteConcern{Journal: cfg.WriteJournal}
+	switch {
+	case cfg.WriteConcern.Majority:
+		wc.W = "majority"
+	case cfg.WriteConcern.W > 0:
+		wc.W = cfg.WriteConcern.W
+	}
+	return wc
+}
+
+// sinkOptions maps the configuration onto the core's options.
+func sinkOptions(cfg *conf.Config) (sink.Options, error) {
+	line, err := parser.NewLineParser(string(cfg.Parser), cfg.ParseRegex)
+	if err != nil {
+		return sink.Options{}, fmt.Errorf("parser: invalid value %q: %v", cfg.Parser, err)
+	}
+	types, err := parser.ParseTypeSpec(cfg.Types)
+	if err != nil {
+		return sink.Options{}, fmt.Errorf("types: invalid value %q: %v", cfg.Types, err)
+	}
+	dead := cfg.DeadLetterCollection
+	return sink.Options{
+		Mode:         sink.Mode(cfg.Mode),
+		Collection:   cfg.Collection,
+		DeadLetter:   dead,
+		TagKey:       cfg.TagKey,
+		Idempotent:   cfg.Idempotent,
+		MaxInflight:  cfg.MaxInflight,
+		FlushTimeout: cfg.FlushTimeout,
+		TTL:          cfg.TTL,
+		TTLJitter:    cfg.TTLJitter,
+		MaxRecords:   cfg.BucketMaxRecords,
+		MaxBytes:     int(cfg.BucketMaxBytes),
+		Decoder: parser.Options{
+			TimeKey:       cfg.TimeKey,
+			ReplaceDot:    cfg.KeyReplaceDot,
+			ReplaceDollar: cfg.KeyReplaceDollar,
+			KeepMetadata:  cfg.KeepMetadata,
+			Line:          line,
+			ParseKey:      cfg.ParseKey,
+			TimeFromLog:   cfg.TimeFromLog,
+			Types:         types,
+			Include:       cfg.IncludeFields,
+			Exclude:       cfg.ExcludeFields,
+		},
+		Grouper: bucketer.Config{
+			KeyPaths:      cfg.BucketKey,
+			TagKey:        cfg.TagKey,
+			Window:        cfg.BucketWindow,
+			Stats:         cfg.Stats,
+			CountBy:       cfg.CountBy,
+			ReplaceDot:    cfg.KeyReplaceDot,
+			ReplaceDollar: cfg.KeyReplaceDollar,
+		},
+	}, nil
+}
+
+// Flush writes one chunk. A panic below it is recovered and turned into a
+// retry, so a bug costs a retry of the chunk, not the agent.
+func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
+	if in.closing.Load() {
+		return sink.Retry
+	}
+	in.inflight.Add(1)
+	defer in.inflight.Done()
+	defer func() {
+		if r := recover(); r != nil {
+			in.log.Errorf("panic while flushing a chunk of tag %q (it will be retried): %v\n%s", tag, r, debug.Stack())
+			status = sink.Retry
+		}
+	}()
+	in.ensureSetup()
+	res := in.sink.Flush(in.ctx, tag, data)
+	in.report()
+	return res.Status
+}
+
+// ensureSetup creates the indexes once; a failure is logged and tried again
+// at the next flush, without holding up the data.
+func (in *Instance) ensureSetup() {
+	if !in.cfg.CreateIndexes || in.setup.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.ConnectTimeout)
+	defer cancel()
+	db := in.client.Database(in.cfg.Database)
+	l := writer.Layout{Collection: in.cfg.Collection, TTL: in.cfg.TTL > 0}
+	switch {
+	case in.cfg.Mode == conf.ModeFlat:
+		l.Keys = bson.D{{Key: in.cfg.TagKey, Value: 1}, {Key: in.cfg.TimeKey, Value: 1}}
+	case in.cfg.BucketWindow > 0:
+		l.Keys = bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
+	default:
+		l.Keys = bson.D{{Key: "key", Value: 1}}
+	}
+	if err := writer.EnsureIndexes(ctx, db, l); err != nil {
+		in.log.Warnf("%v", err)
+		return
+	}
+	in.setup.Store(true)
+}
+
+// report logs a summary line at most once a minute.
+func (in *Instance) report() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if time.Since(in.lastReport) < reportEvery {
+		return
+	}
+	t := in.sink.Totals()
+	p := in.reported
+	in.log.Infof("last %s: %d chunks, %d records, %d stored, %d parked, %d retries, %d parse failures",
+		time.Since(in.lastReport).Round(time.Second), t.Chunks-p.Chunks, t.Records-p.Records, t.Stored-p.Stored,
+		t.Parked-p.Parked, t.Retries-p.Retries, t.ParseFailures-p.ParseFailures)
+	in.reported, in.lastReport = t, time.Now()
+}
+
+// Exit refuses new flushes, waits for those in flight (up to their deadline
+// and a grace period), stops background work and disconnects.
+func (in *Instance) Exit() {
+	in.closing.Store(true)
+	done := make(chan struct{})
+	go func() { in.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		in.stop()
+	case <-time.After(in.cfg.FlushTimeout + exitGrace):
+		in.log.Warnf("flushes still running at exit are cancelled; Fluent Bit keeps their chunks")
+		in.stop()
+		<-done
+	}
+	in.bg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), exitGrace)
+	defer cancel()
+	if err := in.client.Disconnect(ctx); err != nil {
+		in.log.Warnf("disconnecting: %v", err)
+	}
+	t := in.sink.Totals()
+	in.log.Infof("stopped: %d chunks, %d records, %d stored, %d parked, %d retries", t.Chunks, t.Records, t.Stored, t.Parked, t.Retries)
+}
