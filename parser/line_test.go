@@ -96,11 +96,11 @@ func mustLineParser(t testing.TB, name, regex string) LineParser {
 	return p
 }
 
-// fixtureLines reads the lines of a file in the shared fixtures folder,
+// fixtureLines reads the lines of a fixture file in test/testdata,
 // which lies beside the repository.
 func fixtureLines(t testing.TB, name string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "..", "shared", "fixtures", name))
+	f, err := os.Open(filepath.Join("..", "test", "testdata", name))
 	if err != nil {
 		t.Fatalf("fixture: %v", err)
 	}
