@@ -97,7 +97,7 @@ func mustLineParser(t testing.TB, name, regex string) LineParser {
 }
 
 // fixtureLines reads the lines of a fixture file in test/testdata,
-// which lies beside the repository.
+// the project's copy of the shared fixtures.
 func fixtureLines(t testing.TB, name string) []string {
 	t.Helper()
 	f, err := os.Open(filepath.Join("..", "test", "testdata", name))

@@ -1,0 +1,51 @@
+# The plugin, its tests and its benchmarks. `make` builds the plugin.
+GO ?= go
+SO := build/out_mongodb.so
+SOURCES := $(shell find plugin conf parser bucketer writer sink instance -name '*.go' -not -name '*_test.go') go.mod go.sum
+# Packages that must build without cgo: everything but plugin/.
+PURE := ./conf/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/...
+FUZZTIME ?= 10s
+
+.PHONY: build test unit integration fuzz-short fuzz run bench clean
+
+build: $(SO)
+
+$(SO): $(SOURCES)
+	@mkdir -p build
+	$(GO) build -buildmode=c-shared -o $(SO) ./plugin
+	@rm -f build/out_mongodb.h
+
+# Everything: unit tests (with the race detector), integration tests of the
+# real .so against the test server (or MONGO_URI), and a short fuzz run.
+test: unit integration fuzz-short
+
+unit:
+	CGO_ENABLED=0 $(GO) vet $(PURE)
+	CGO_ENABLED=0 $(GO) build $(PURE)
+	$(GO) vet ./plugin
+	$(GO) test -race -count=1 ./...
+
+integration: build
+	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
+
+# Each fuzz target for FUZZTIME (make fuzz runs them longer).
+fuzz-short:
+	@for t in $$($(GO) test ./parser -list 'Fuzz.*' | grep ^Fuzz); do \
+		echo "fuzz $$t for $(FUZZTIME)"; \
+		$(GO) test ./parser -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) >/dev/null || exit 1; \
+	done
+
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=2m
+
+# Builds the plugin, starts a local MongoDB-compatible server unless
+# MONGO_URI is set, sends sample logs through the plugin (through fluent-bit
+# when it is on PATH, else through the host harness) and prints what landed.
+run: build
+	cd test && $(GO) run ./cmd/demo -so $(abspath $(SO))
+
+bench: build
+	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) run ./cmd/bench
+
+clean:
+	rm -rf build
