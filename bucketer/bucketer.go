@@ -36,6 +36,9 @@ type Group struct {
 	Key        bsoncore.Document
 	Start, End time.Time // zero when there is no window
 	Records    []*parser.Record
+	// Collection is where the group's buckets go, when the caller
+	// partitions collections by time; empty means the writer's default.
+	Collection string
 }
 
 // BucketID is the id of the bucket with sequence number seq in group id.

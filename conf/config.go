@@ -170,7 +170,7 @@ var keyTable = []KeyDoc{
 	{"ttl_jitter", "0", "Random extra delay per bucket, 0 to ttl, so deletions do not spike; needs ttl."},
 	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`) or `month` (`<collection>_YYYYMM`)."},
 	{"partition_keep", "0", "With partition: how many partitions to keep (older ones are dropped whole); `0` keeps all."},
-	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Not with ttl or partition."},
+	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Needs mode flat; not with ttl or partition."},
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup, TTL) at start."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means the Fluent Bit alias or `mongodb.N`."},

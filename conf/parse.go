@@ -529,6 +529,9 @@ func (r *reader) combinations(c *Config) {
 		if ok("partition") && c.Partition != PartitionNone {
 			r.invalid("capped_size", r.set["capped_size"], "cannot be combined with partition "+string(c.Partition)+" (partition collections are not capped)")
 		}
+		if ok("mode") && c.Mode == ModeBucket {
+			r.invalid("capped_size", r.set["capped_size"], "needs mode flat (documents in a capped collection cannot grow, and buckets grow)")
+		}
 	}
 
 	if ok("parser", "parse_regex") {

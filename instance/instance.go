@@ -43,8 +43,12 @@ type Instance struct {
 	ctx      context.Context
 	bg       sync.WaitGroup
 	inflight sync.WaitGroup
-	closing  atomic.Bool
-	setup    atomic.Bool
+	gate     sync.RWMutex // orders inflight.Add before Exit's inflight.Wait
+	closing  bool         // under gate
+	exitOnce sync.Once
+	// newCollection is set when a collection was prepared for its first
+	// write; partition_keep is applied after that flush.
+	newCollection atomic.Bool
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -55,6 +59,12 @@ type Instance struct {
 // wait for MongoDB: an unreachable server is logged, and flushes are
 // retried until it is back.
 func New(g conf.Getter, defaultName string, logOut io.Writer) (*Instance, error) {
+	return newInstance(g, defaultName, logOut, nil)
+}
+
+// newInstance is New with a seam for tests: wrap, if not nil, wraps the
+// MongoDB store the sink writes through (fault injection).
+func newInstance(g conf.Getter, defaultName string, logOut io.Writer, wrap func(writer.Store) writer.Store) (*Instance, error) {
 	cfg, err := conf.Parse(g, nil, nil)
 	if err != nil {
 		return nil, err
@@ -80,13 +90,18 @@ func New(g conf.Getter, defaultName string, logOut io.Writer) (*Instance, error)
 		return nil, fmt.Errorf("uri: invalid value %q: %v", cfg.Redacted(), err)
 	}
 	db := client.Database(cfg.Database)
-	s, err := sink.New(opt, writer.MongoStore{DB: db}, writer.DefaultRetry, log)
-	if err != nil {
+	var store writer.Store = writer.MongoStore{DB: db}
+	if wrap != nil {
+		store = wrap(store)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now()}
+	opt.Setup = in.setup
+	if in.sink, err = sink.New(opt, store, writer.DefaultRetry, log); err != nil {
+		stop()
 		_ = client.Disconnect(context.Background())
 		return nil, err
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	in := &Instance{Name: name, cfg: cfg, log: log, client: client, sink: s, ctx: ctx, stop: stop, lastReport: time.Now()}
 	log.Infof("writing to %s, database %s, collection %s, mode %s", cfg.Redacted(), cfg.Database, cfg.Collection, cfg.Mode)
 	in.bg.Add(1)
 	go in.ping()
@@ -132,11 +147,11 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 	if err != nil {
 		return sink.Options{}, fmt.Errorf("types: invalid value %q: %v", cfg.Types, err)
 	}
-	dead := cfg.DeadLetterCollection
 	return sink.Options{
 		Mode:         sink.Mode(cfg.Mode),
 		Collection:   cfg.Collection,
-		DeadLetter:   dead,
+		DeadLetter:   cfg.DeadLetterCollection,
+		Partition:    partitionLayout(cfg.Partition),
 		TagKey:       cfg.TagKey,
 		Idempotent:   cfg.Idempotent,
 		MaxInflight:  cfg.MaxInflight,
@@ -172,10 +187,14 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 // Flush writes one chunk. A panic below it is recovered and turned into a
 // retry, so a bug costs a retry of the chunk, not the agent.
 func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
-	if in.closing.Load() {
+	in.gate.RLock()
+	if in.closing {
+		in.gate.RUnlock()
+		in.log.Warnf("flush of tag %q after exit; chunk retried", tag)
 		return sink.Retry
 	}
 	in.inflight.Add(1)
+	in.gate.RUnlock()
 	defer in.inflight.Done()
 	defer func() {
 		if r := recover(); r != nil {
@@ -183,35 +202,70 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 			status = sink.Retry
 		}
 	}()
-	in.ensureSetup()
 	res := in.sink.Flush(in.ctx, tag, data)
+	in.dropOldPartitions()
 	in.report()
 	return res.Status
 }
 
-// ensureSetup creates the indexes once; a failure is logged and tried again
-// at the next flush, without holding up the data.
-func (in *Instance) ensureSetup() {
-	if !in.cfg.CreateIndexes || in.setup.Load() {
-		return
+// layout is how the instance's collections are set up.
+func layout(cfg *conf.Config) writer.Layout {
+	l := writer.Layout{TTL: cfg.TTL > 0, CappedSize: cfg.CappedSize}
+	if !cfg.CreateIndexes {
+		return writer.Layout{CappedSize: cfg.CappedSize}
 	}
-	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.ConnectTimeout)
-	defer cancel()
-	db := in.client.Database(in.cfg.Database)
-	l := writer.Layout{Collection: in.cfg.Collection, TTL: in.cfg.TTL > 0}
 	switch {
-	case in.cfg.Mode == conf.ModeFlat:
-		l.Keys = bson.D{{Key: in.cfg.TagKey, Value: 1}, {Key: in.cfg.TimeKey, Value: 1}}
-	case in.cfg.BucketWindow > 0:
+	case cfg.Mode == conf.ModeFlat:
+		l.Keys = bson.D{{Key: cfg.TagKey, Value: 1}, {Key: cfg.TimeKey, Value: 1}}
+	case cfg.BucketWindow > 0:
 		l.Keys = bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
 	default:
 		l.Keys = bson.D{{Key: "key", Value: 1}}
 	}
-	if err := writer.EnsureIndexes(ctx, db, l); err != nil {
-		in.log.Warnf("%v", err)
+	return l
+}
+
+// setup prepares a collection before its first write: capped creation
+// (which must succeed first), then indexes.
+func (in *Instance) setup(ctx context.Context, coll string) error {
+	db := in.client.Database(in.cfg.Database)
+	l := layout(in.cfg)
+	if l.CappedSize > 0 {
+		if err := writer.CreateCapped(ctx, db, coll, l.CappedSize); err != nil {
+			return &sink.SetupRequired{Err: fmt.Errorf("creating capped collection %s: %w", coll, err)}
+		}
+	}
+	in.newCollection.Store(true)
+	return writer.EnsureIndexes(ctx, db, coll, l)
+}
+
+// dropOldPartitions applies partition_keep. It runs after a flush that
+// wrote to a collection for the first time, so about once per partition
+// period and process.
+func (in *Instance) dropOldPartitions() {
+	if in.cfg.PartitionKeep == 0 || !in.newCollection.Swap(false) {
 		return
 	}
-	in.setup.Store(true)
+	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
+	defer cancel()
+	db := in.client.Database(in.cfg.Database)
+	dropped, err := writer.DropOldPartitions(ctx, db, in.cfg.Collection, partitionLayout(in.cfg.Partition), in.cfg.PartitionKeep)
+	for _, d := range dropped {
+		in.log.Infof("dropped partition %s (partition_keep %d)", d, in.cfg.PartitionKeep)
+	}
+	if err != nil {
+		in.log.Warnf("applying partition_keep: %v", err)
+	}
+}
+
+func partitionLayout(p conf.Partition) string {
+	switch p {
+	case conf.PartitionDay:
+		return "20060102"
+	case conf.PartitionMonth:
+		return "200601"
+	}
+	return ""
 }
 
 // report logs a summary line at most once a minute.
@@ -230,9 +284,14 @@ func (in *Instance) report() {
 }
 
 // Exit refuses new flushes, waits for those in flight (up to their deadline
-// and a grace period), stops background work and disconnects.
-func (in *Instance) Exit() {
-	in.closing.Store(true)
+// and a grace period), stops background work and disconnects. Calling it
+// again does nothing.
+func (in *Instance) Exit() { in.exitOnce.Do(in.exit) }
+
+func (in *Instance) exit() {
+	in.gate.Lock()
+	in.closing = true
+	in.gate.Unlock()
 	done := make(chan struct{})
 	go func() { in.inflight.Wait(); close(done) }()
 	select {

@@ -45,7 +45,23 @@ type Options struct {
 	Grouper      bucketer.Config
 	MaxRecords   int // per bucket
 	MaxBytes     int // per bucket
+	// Partition is the time layout of partitioned collection names
+	// (Collection + "_" + the record's UTC time in this layout, e.g.
+	// "20060102"); empty means one collection.
+	Partition string
+	// Setup prepares a collection (indexes, capping) before its first
+	// write; nil means nothing to do. An error is logged and the write goes
+	// on, unless it is a *SetupRequired error: then the chunk is retried.
+	Setup func(ctx context.Context, coll string) error
 }
+
+// SetupRequired is a Setup error that must hold up writes to the collection
+// (a capped collection must exist before the first insert creates it
+// uncapped).
+type SetupRequired struct{ Err error }
+
+func (e *SetupRequired) Error() string { return e.Err.Error() }
+func (e *SetupRequired) Unwrap() error { return e.Err }
 
 // Logger receives the sink's log lines.
 type Logger interface {
@@ -94,6 +110,7 @@ type Sink struct {
 	order    []string
 	batches  sync.Pool
 	totals   Totals
+	ready    sync.Map // collections Setup has prepared
 }
 
 // Totals are counters since start.
@@ -103,9 +120,9 @@ type Totals struct {
 
 // chunkProgress is what earlier attempts of one chunk achieved.
 type chunkProgress struct {
-	mu       sync.Mutex // one flush of the chunk at a time
-	groups   map[string]*writer.Progress
-	flatDone bool
+	mu       sync.Mutex                  // one flush of the chunk at a time
+	groups   map[string]*writer.Progress // by collection and group id
+	flatDone map[string]bool             // by collection
 	deadDone bool
 	poison   []writer.Parked
 }
@@ -161,7 +178,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 
 	var err error
 	if s.opt.Mode == ModeFlat {
-		err = s.writeFlat(ctx, id, batch, prog, &res)
+		err = s.writeFlat(ctx, batch, prog, &res)
 	} else {
 		err = s.writeBuckets(ctx, id, tag, batch, prog, &res)
 	}
@@ -212,7 +229,7 @@ func (s *Sink) progressOf(id string) *chunkProgress {
 		delete(s.progress, s.order[0])
 		s.order = s.order[1:]
 	}
-	p := &chunkProgress{groups: map[string]*writer.Progress{}}
+	p := &chunkProgress{groups: map[string]*writer.Progress{}, flatDone: map[string]bool{}}
 	s.progress[id] = p
 	s.order = append(s.order, id)
 	return p
@@ -230,19 +247,72 @@ func (s *Sink) forget(id string) {
 	}
 }
 
+// partitions splits records by the collection they go to, in order of
+// first appearance.
+func (s *Sink) partitions(recs []parser.Record) (colls []string, parts [][]parser.Record) {
+	if s.opt.Partition == "" {
+		return []string{s.opt.Collection}, [][]parser.Record{recs}
+	}
+	at := map[string]int{}
+	for _, r := range recs {
+		c := s.opt.Collection + "_" + r.Time.UTC().Format(s.opt.Partition)
+		i, ok := at[c]
+		if !ok {
+			i = len(colls)
+			at[c] = i
+			colls = append(colls, c)
+			parts = append(parts, nil)
+		}
+		parts[i] = append(parts[i], r)
+	}
+	return colls, parts
+}
+
+// prepare runs Setup once per collection.
+func (s *Sink) prepare(ctx context.Context, coll string) error {
+	if s.opt.Setup == nil {
+		return nil
+	}
+	if _, ok := s.ready.Load(coll); ok {
+		return nil
+	}
+	err := s.opt.Setup(ctx, coll)
+	var required *SetupRequired
+	switch {
+	case err == nil:
+		s.ready.Store(coll, true)
+	case errors.As(err, &required):
+		return err
+	default:
+		s.log.Warnf("preparing collection %s: %v (writing anyway; tried again at the next flush)", coll, err)
+	}
+	return nil
+}
+
 // writeBuckets writes the chunk's groups, up to MaxInflight at once.
 func (s *Sink) writeBuckets(ctx context.Context, id, tag string, b *parser.Batch, prog *chunkProgress, res *Result) error {
-	groups := s.opt.Grouper.Group(tag, b.Records)
+	var groups []*bucketer.Group
+	colls, parts := s.partitions(b.Records)
+	for i, coll := range colls {
+		if err := s.prepare(ctx, coll); err != nil {
+			return err
+		}
+		for _, g := range s.opt.Grouper.Group(tag, parts[i]) {
+			g.Collection = coll
+			groups = append(groups, g)
+		}
+	}
 	res.Groups = len(groups)
 	sem := make(chan struct{}, max(s.opt.MaxInflight, 1))
 	var wg sync.WaitGroup
 	errs := make([]error, len(groups))
 	progs := make([]*writer.Progress, len(groups))
 	for i, g := range groups {
-		p := prog.groups[g.ID]
+		key := g.Collection + "\x00" + g.ID
+		p := prog.groups[key]
 		if p == nil {
 			p = &writer.Progress{}
-			prog.groups[g.ID] = p
+			prog.groups[key] = p
 		}
 		progs[i] = p
 		if p.Done == len(g.Records) {
@@ -287,7 +357,12 @@ func (s *Sink) flatPrefix(id, tag string) parser.Prefix {
 		binary.BigEndian.PutUint32(oid[:4], uint32(t.Unix()))
 		binary.BigEndian.PutUint64(oid[4:], splitmix(seed+uint64(idx)))
 		dst = bsoncore.AppendObjectIDElement(dst, "_id", oid)
-		return bsoncore.AppendStringElement(dst, s.opt.TagKey, tag)
+		dst = bsoncore.AppendStringElement(dst, s.opt.TagKey, tag)
+		if s.opt.TTL > 0 {
+			jitter := writer.Jitter(string(oid[:]), s.opt.TTLJitter)
+			dst = bsoncore.AppendTimeElement(dst, "expireAt", t.Add(s.opt.TTL+jitter))
+		}
+		return dst
 	}
 }
 
@@ -300,25 +375,31 @@ func splitmix(x uint64) uint64 {
 }
 
 // writeFlat inserts one document per record.
-func (s *Sink) writeFlat(ctx context.Context, id string, b *parser.Batch, prog *chunkProgress, res *Result) error {
-	if prog.flatDone {
-		return nil
+func (s *Sink) writeFlat(ctx context.Context, b *parser.Batch, prog *chunkProgress, res *Result) error {
+	colls, parts := s.partitions(b.Records)
+	for i, coll := range colls {
+		recs := parts[i]
+		if prog.flatDone[coll] {
+			continue
+		}
+		if err := s.prepare(ctx, coll); err != nil {
+			return err
+		}
+		docs := make([]writer.Doc, len(recs))
+		for j := range recs {
+			d := recs[j].Doc
+			docs[j] = writer.Doc{ID: d.Lookup("_id"), Raw: bson.Raw(d)}
+		}
+		refused, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry)
+		if err != nil {
+			return err
+		}
+		prog.flatDone[coll] = true
+		for _, r := range refused {
+			prog.poison = append(prog.poison, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
+		}
+		res.Stored += len(docs) - len(refused)
 	}
-	docs := make([]writer.Doc, len(b.Records))
-	for i := range b.Records {
-		d := b.Records[i].Doc
-		docs[i] = writer.Doc{ID: d.Lookup("_id"), Raw: bson.Raw(d)}
-	}
-	refused, err := writer.InsertAll(ctx, s.store, s.opt.Collection, docs, s.retry)
-	if err != nil {
-		return err
-	}
-	prog.flatDone = true
-	prog.poison = prog.poison[:0]
-	for _, r := range refused {
-		prog.poison = append(prog.poison, writer.Parked{Index: b.Records[r.Index].Index, Reason: r.Reason})
-	}
-	res.Stored = len(docs) - len(refused)
 	return nil
 }
 

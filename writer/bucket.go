@@ -25,7 +25,7 @@ const maxGroups = 8192
 
 // BucketConfig configures a Buckets writer.
 type BucketConfig struct {
-	Collection string
+	Collection string // used for groups that do not name their own
 	MaxRecords int
 	MaxBytes   int
 	// Idempotent records an operation id per write in the bucket's ops
@@ -146,13 +146,14 @@ func opKey(chunkID string, idx int) string {
 // nil when every record is stored or parked in prog.Poison, and an error
 // (with prog updated) when the flush must be retried.
 func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, prog *Progress) error {
-	st, err := b.acquire(ctx, g.ID)
+	coll := b.collection(g)
+	st, err := b.acquire(ctx, coll+"\x00"+g.ID)
 	if err != nil {
 		return err
 	}
 	defer st.release()
 	if !st.known {
-		if err := b.retry.Do(ctx, func() error { return b.load(ctx, g.ID, st) }); err != nil {
+		if err := b.retry.Do(ctx, func() error { return b.load(ctx, coll, g.ID, st) }); err != nil {
 			return fmt.Errorf("reading buckets of %s: %w", g.ID, err)
 		}
 	}
@@ -232,6 +233,13 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 	return nil
 }
 
+func (b *Buckets) collection(g *bucketer.Group) string {
+	if g.Collection != "" {
+		return g.Collection
+	}
+	return b.cfg.Collection
+}
+
 // opBytes is what one operation id adds to the ops array.
 func opBytes(chunkID string) int {
 	return len(chunkID) + 24
@@ -256,7 +264,7 @@ func (b *Buckets) duplicate(ctx context.Context, g *bucketer.Group, st *groupSta
 	var info *bucketInfo
 	err := b.retry.Do(ctx, func() error {
 		var err error
-		info, err = b.read(ctx, bucketer.BucketID(g.ID, p.seq))
+		info, err = b.read(ctx, b.collection(g), bucketer.BucketID(g.ID, p.seq))
 		return err
 	})
 	if err != nil {
@@ -293,9 +301,9 @@ func (i *bucketInfo) hasOp(op string) bool {
 var infoProjection = bson.Raw(bsoncore.NewDocumentBuilder().
 	AppendInt32("count", 1).AppendInt32("bytes", 1).AppendInt32("ops", 1).Build())
 
-func (b *Buckets) read(ctx context.Context, id string) (*bucketInfo, error) {
+func (b *Buckets) read(ctx context.Context, coll, id string) (*bucketInfo, error) {
 	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", id).Build())
-	docs, err := b.store.Find(ctx, b.cfg.Collection, filter, infoProjection)
+	docs, err := b.store.Find(ctx, coll, filter, infoProjection)
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
@@ -304,10 +312,10 @@ func (b *Buckets) read(ctx context.Context, id string) (*bucketInfo, error) {
 
 // load reads every bucket of group id once, learning which bucket is being
 // filled and which operations are already stored.
-func (b *Buckets) load(ctx context.Context, id string, st *groupState) error {
+func (b *Buckets) load(ctx context.Context, coll, id string, st *groupState) error {
 	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument("_id",
 		bsoncore.NewDocumentBuilder().AppendString("$regex", "^"+id+"-").Build()).Build())
-	docs, err := b.store.Find(ctx, b.cfg.Collection, filter, infoProjection)
+	docs, err := b.store.Find(ctx, coll, filter, infoProjection)
 	if err != nil {
 		return err
 	}
@@ -368,7 +376,7 @@ func (b *Buckets) upsert(ctx context.Context, g *bucketer.Group, p *part, recs [
 	if b.cfg.Idempotent {
 		f.AppendDocument("ops", bsoncore.NewDocumentBuilder().AppendString("$ne", p.op).Build())
 	}
-	return b.store.Upsert(ctx, b.cfg.Collection, bson.Raw(f.Build()), b.update(g, p, recs, sum, size))
+	return b.store.Upsert(ctx, b.collection(g), bson.Raw(f.Build()), b.update(g, p, recs, sum, size))
 }
 
 // update builds the update document of one write.
@@ -429,7 +437,13 @@ func (b *Buckets) update(g *bucketer.Group, p *part, recs []*parser.Record, sum 
 		dst = appendNumber(dst, "stats."+s.Field+".max", s.Max, s.Float)
 	}
 	if b.cfg.TTL > 0 {
-		dst = bsoncore.AppendTimeElement(dst, "expireAt", sum.MaxTs.Add(b.cfg.TTL+Jitter(g.ID, b.cfg.TTLJitter)))
+		// A windowed bucket expires TTL after its window ends; one without
+		// a window, TTL after its newest entry.
+		base := g.End
+		if base.IsZero() {
+			base = sum.MaxTs
+		}
+		dst = bsoncore.AppendTimeElement(dst, "expireAt", base.Add(b.cfg.TTL+Jitter(g.ID, b.cfg.TTLJitter)))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, mx)
 
