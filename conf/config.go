@@ -147,7 +147,7 @@ var keyTable = []KeyDoc{
 	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts (1K-15M; MongoDB's limit is 16M). Bucket mode only."},
 	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum} per bucket. Bucket mode only."},
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
-	{"idempotent", "on", "Derive document ids from the chunk so a retried chunk does not insert duplicates."},
+	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk."},
 	{"max_inflight", "4", "Concurrent writes to MongoDB per instance (1-64)."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},
 	{"connect_timeout", "10s", "Deadline for connecting to MongoDB (1s-5m)."},
@@ -171,7 +171,7 @@ var keyTable = []KeyDoc{
 	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`) or `month` (`<collection>_YYYYMM`)."},
 	{"partition_keep", "0", "With partition: how many partitions to keep (older ones are dropped whole); `0` keeps all."},
 	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Needs mode flat; not with ttl or partition."},
-	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup, TTL) at start."},
+	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means the Fluent Bit alias or `mongodb.N`."},
 }
