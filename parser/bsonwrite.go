@@ -3,6 +3,7 @@ package parser
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,37 +60,42 @@ func appendString(dst, raw []byte) []byte {
 
 // appendName appends a field name made safe for MongoDB: "." becomes
 // ReplaceDot, a leading "$" becomes ReplaceDollar, NUL becomes "_", invalid
-// UTF-8 becomes U+FFFD and an empty name becomes "_empty". At the top level
-// a reserved name gets a "_" prefix.
+// UTF-8 becomes U+FFFD and an empty name becomes "_empty". The rules hold for
+// the rewritten name too: with empty replacements "$" or "." would become
+// "", and "..$x" would start with "$". At the top level a name that is (or
+// was rewritten to) a reserved name gets a "_" prefix.
 func (w *writer) appendName(dst, key []byte, top bool) []byte {
-	if top && w.d.reserved[string(key)] {
-		dst = append(dst, '_')
-	}
-	if len(key) == 0 {
-		return append(dst, "_empty\x00"...)
-	}
-	clean := key[0] != '$' && utf8.Valid(key)
+	start := len(dst)
+	clean := len(key) > 0 && key[0] != '$' && utf8.Valid(key)
 	for i := 0; clean && i < len(key); i++ {
 		clean = key[i] != '.' && key[i] != 0
 	}
 	if clean {
 		dst = append(dst, key...)
-		return append(dst, 0)
-	}
-	s := validString(key)
-	if s[0] == '$' {
-		dst = append(dst, w.d.opt.ReplaceDollar...)
-		s = s[1:]
-	}
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '.':
-			dst = append(dst, w.d.opt.ReplaceDot...)
-		case 0:
-			dst = append(dst, '_')
-		default:
-			dst = append(dst, s[i])
+	} else {
+		s := validString(key)
+		for i := 0; i < len(s); i++ {
+			switch s[i] {
+			case '.':
+				dst = append(dst, w.d.opt.ReplaceDot...)
+			case 0:
+				dst = append(dst, '_')
+			default:
+				dst = append(dst, s[i])
+			}
 		}
+		// NewDecoder ensures ReplaceDollar does not start with "$", so
+		// this ends; an empty ReplaceDollar strips every leading "$".
+		for len(dst) > start && dst[start] == '$' {
+			dst = slices.Delete(dst, start, start+1)
+			dst = slices.Insert(dst, start, []byte(w.d.opt.ReplaceDollar)...)
+		}
+		if len(dst) == start {
+			dst = append(dst, "_empty"...)
+		}
+	}
+	if top && w.d.reserved[string(dst[start:])] {
+		dst = slices.Insert(dst, start, '_')
 	}
 	return append(dst, 0)
 }

@@ -120,6 +120,12 @@ func NewDecoder(opts Options) (*Decoder, error) {
 	if opts.TimeKey == "" {
 		return nil, errors.New("time key must not be empty")
 	}
+	if strings.ContainsAny(opts.ReplaceDot, ".\x00") || strings.HasPrefix(opts.ReplaceDot, "$") {
+		return nil, fmt.Errorf("dot replacement %q must not contain '.' or NUL nor start with '$'", opts.ReplaceDot)
+	}
+	if strings.ContainsAny(opts.ReplaceDollar, ".\x00") || strings.HasPrefix(opts.ReplaceDollar, "$") {
+		return nil, fmt.Errorf("dollar replacement %q must not contain '.' or NUL nor start with '$'", opts.ReplaceDollar)
+	}
 	d := &Decoder{opt: opts, maxBytes: opts.MaxRecordBytes}
 	if d.maxBytes <= 0 {
 		d.maxBytes = 16 * 1024 * 1024
@@ -259,6 +265,11 @@ func (d *Decoder) record(r *reader, idx int, prefix Prefix, b *Batch) (*BadRecor
 			}
 		}
 	}
+	if tv.kind == kArray || tv.kind == kMap {
+		// Only the container's header was read: skip the record from its
+		// start, or the reader would lose its place in the chunk.
+		return d.skipBad(r, start, "record time is not an EventTime, integer or float", time.Time{})
+	}
 	ts, ok := eventTime(tv)
 	if !ok {
 		return d.skipBody(r, "record time is not an EventTime, integer or float", time.Time{})
@@ -328,8 +339,11 @@ func eventTime(v value) (time.Time, bool) {
 		if math.IsNaN(v.f) || math.IsInf(v.f, 0) || math.Abs(v.f) > 1e15 {
 			return time.Time{}, false
 		}
+		// A float64 near the present resolves about 0.2 µs: round the
+		// fraction to the microsecond, so 1717236000.123 is 123 ms and not
+		// 122.999906 ms (which truncates to 122 in a BSON date).
 		sec, frac := math.Modf(v.f)
-		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true
+		return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), true
 	}
 	return time.Time{}, false
 }
@@ -416,7 +430,9 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 		binary.LittleEndian.PutUint64(dst[timeAt:], uint64(rec.Time.UnixMilli()))
 	}
 	b.arena = dst
-	rec.Doc = bsoncore.Document(dst[docStart:])
+	// Cap the slice at the document's end, so an append to one record's
+	// document cannot overwrite the next one in the arena.
+	rec.Doc = bsoncore.Document(dst[docStart:len(dst):len(dst)])
 	return rec, "", nil
 }
 
