@@ -20,7 +20,9 @@ type writer struct {
 	dst     []byte
 	scratch [24]byte
 	frames  []frame
-	logTime *time.Time
+	// logTime is the line's own time when a parser found one.
+	logTime    time.Time
+	hasLogTime bool
 }
 
 // frame is an open map or array of FieldSink calls.
@@ -355,7 +357,7 @@ func (w *writer) Time(key string, t time.Time) {
 	}
 	if len(w.frames) == 0 && key == "time" && w.d.opt.TimeFromLog {
 		// The log's own time becomes the entry time instead of a field.
-		w.logTime = &t
+		w.logTime, w.hasLogTime = t, true
 		return
 	}
 	if w.sinkKey(key, bsoncore.TypeDateTime) {

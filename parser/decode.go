@@ -86,6 +86,7 @@ type Batch struct {
 	// ParseFailures counts records whose line did not parse.
 	ParseFailures int
 	arena         []byte
+	w             writer // reused for every record, so it is not allocated per record
 }
 
 // Reset empties the batch, keeping its memory.
@@ -359,7 +360,8 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 	if prefix != nil {
 		dst = prefix(dst, idx, ts)
 	}
-	w := writer{d: d, dst: dst}
+	w := &b.w
+	*w = writer{d: d, dst: dst, frames: w.frames[:0]}
 	var depthErr error
 	for i := 0; i < n; i++ {
 		key, err := w.readKey(r)
@@ -396,7 +398,7 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 				return rec, "", err
 			}
 			if v.kind == kStr || v.kind == kBin {
-				EmitTyped(&w, bytesString(key), bytesString(v.raw), kind)
+				EmitTyped(w, bytesString(key), bytesString(v.raw), kind)
 				continue
 			}
 			r.pos = vs
@@ -425,7 +427,7 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 		return rec, fmt.Sprintf("record of %d bytes exceeds the %d-byte limit", size, d.maxBytes), nil
 	}
 	dst = bsoncore.UpdateLength(dst, docStart, int32(size))
-	if w.logTime != nil && d.opt.TimeFromLog {
+	if w.hasLogTime && d.opt.TimeFromLog {
 		rec.Time = w.logTime.UTC()
 		binary.LittleEndian.PutUint64(dst[timeAt:], uint64(rec.Time.UnixMilli()))
 	}

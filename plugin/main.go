@@ -7,17 +7,36 @@ import (
 	"C"
 	"fmt"
 	"os"
-	"sync/atomic"
+	"sync"
 	"unsafe"
 
 	"github.com/fluent/fluent-bit-go/output"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/instance"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
-// instances numbers the outputs for their default names.
-var instances atomic.Int64
+// live holds the instances between Init and Exit. fluent-bit-go keeps every
+// context it is given for the life of the process, so it only gets a handle
+// (an int): an exited instance, with its client and buffers, is released
+// here, which matters when a hot reload creates new instances.
+var live struct {
+	sync.Mutex
+	next      int                        // handle of the next instance
+	named     int                        // N of the next default name mongodb.N
+	instances map[int]*instance.Instance // by handle
+}
+
+func lookup(ctx unsafe.Pointer) *instance.Instance {
+	h, ok := output.FLBPluginGetContext(ctx).(int)
+	if !ok {
+		return nil
+	}
+	live.Lock()
+	defer live.Unlock()
+	return live.instances[h]
+}
 
 // config reads the properties of the instance being initialised. It is only
 // valid inside FLBPluginInit: Fluent Bit shares the plugin pointer between
@@ -28,6 +47,11 @@ func (c config) Get(key string) string { return output.FLBPluginConfigKey(c.plug
 
 //export FLBPluginRegister
 func FLBPluginRegister(def unsafe.Pointer) int {
+	// Fluent Bit registers the plugin again on a hot reload and numbers the
+	// new outputs from 0 again.
+	live.Lock()
+	live.named = 0
+	live.Unlock()
 	return output.FLBPluginRegister(def, "mongodb", "MongoDB output: buckets of records, written exactly once")
 }
 
@@ -39,20 +63,32 @@ func FLBPluginInit(plugin unsafe.Pointer) (rc int) {
 			rc = output.FLB_ERROR
 		}
 	}()
-	in, err := instance.New(config{plugin}, fmt.Sprintf("mongodb.%d", instances.Add(1)-1), os.Stderr)
+	live.Lock()
+	name := fmt.Sprintf("mongodb.%d", live.named)
+	live.named++
+	live.Unlock()
+	in, err := instance.New(config{plugin}, name, os.Stderr)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "[error] [out_mongodb] invalid configuration:\n%v\n", err)
+		instance.NewLogger(os.Stderr, name, conf.LogError).Errorf("invalid configuration, the output is not started:\n%v", err)
 		return output.FLB_ERROR
 	}
-	output.FLBPluginSetContext(plugin, in)
+	live.Lock()
+	if live.instances == nil {
+		live.instances = map[int]*instance.Instance{}
+	}
+	h := live.next
+	live.next++
+	live.instances[h] = in
+	live.Unlock()
+	output.FLBPluginSetContext(plugin, h)
 	return output.FLB_OK
 }
 
 //export FLBPluginFlushCtx
 func FLBPluginFlushCtx(ctx, data unsafe.Pointer, length C.int, tag *C.char) int {
-	in, ok := output.FLBPluginGetContext(ctx).(*instance.Instance)
-	if !ok {
-		fmt.Fprintf(os.Stderr, "[error] [out_mongodb] flush without an initialised instance; chunk retried\n")
+	in := lookup(ctx)
+	if in == nil {
+		fmt.Fprintf(os.Stderr, "[error] [out_mongodb] flush without a live instance; chunk retried\n")
 		return output.FLB_RETRY
 	}
 	// Fluent Bit frees data and tag when this call returns: copy both.
@@ -66,16 +102,34 @@ func FLBPluginFlushCtx(ctx, data unsafe.Pointer, length C.int, tag *C.char) int 
 
 //export FLBPluginExitCtx
 func FLBPluginExitCtx(ctx unsafe.Pointer) int {
-	if in, ok := output.FLBPluginGetContext(ctx).(*instance.Instance); ok {
+	h, ok := output.FLBPluginGetContext(ctx).(int)
+	if !ok {
+		return output.FLB_OK
+	}
+	live.Lock()
+	in := live.instances[h]
+	delete(live.instances, h)
+	live.Unlock()
+	if in != nil {
 		in.Exit()
 	}
 	return output.FLB_OK
 }
 
+// FLBPluginExit is never called by Fluent Bit while FLBPluginExitCtx is
+// exported (the proxy calls one or the other, per instance). Should an agent
+// call it anyway, it can only mean shutdown: it exits whatever instance is
+// still live, and later calls find none.
+//
 //export FLBPluginExit
 func FLBPluginExit() int {
-	// Only called by agents that do not know FLBPluginExitCtx; those agents
-	// have one context per plugin, which ExitCtx handles above.
+	live.Lock()
+	ins := live.instances
+	live.instances = nil
+	live.Unlock()
+	for _, in := range ins {
+		in.Exit()
+	}
 	return output.FLB_OK
 }
 

@@ -62,6 +62,30 @@ type groupState struct {
 	// this process's predecessors stored (read from the ops arrays), so a
 	// chunk resent after a restart is not stored twice.
 	prior map[string]int
+	// recent lists the keys this process added to prior itself, oldest
+	// first, so that they stay bounded (see remember).
+	recent []string
+}
+
+// maxRecent bounds the writes of this process a group remembers in prior.
+const maxRecent = 128
+
+// remember records that this process stored the write of n records
+// starting at key, so that the same chunk sent again (Fluent Bit resends a
+// chunk whose acknowledgement it lost) is recognised as it is after a
+// restart, from the ops read by load.
+func (st *groupState) remember(key string, n int) {
+	if st.prior == nil {
+		st.prior = map[string]int{}
+	}
+	if _, ok := st.prior[key]; !ok {
+		st.recent = append(st.recent, key)
+		if len(st.recent) > maxRecent {
+			delete(st.prior, st.recent[0])
+			st.recent = st.recent[1:]
+		}
+	}
+	st.prior[key] = n
 }
 
 // Progress is what one chunk has achieved in one group. The caller keeps it
@@ -205,6 +229,9 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 			if p.seq == st.seq {
 				st.count += p.n
 				st.bytes += size
+			}
+			if b.cfg.Idempotent {
+				st.remember(opKey(chunkID, rest[0].Index), p.n)
 			}
 			prog.Done += p.n
 			prog.Stored += p.n

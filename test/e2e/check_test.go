@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -120,11 +121,7 @@ func checkCounts(t *testing.T, id string, d bson.Raw, vals []bson.RawValue) {
 	for _, f := range fields {
 		want := map[string]int64{}
 		for _, v := range vals {
-			s, ok := v.Document().Lookup(f.Key()).StringValueOK()
-			if !ok {
-				s = "null"
-			}
-			want[s]++
+			want[countedName(v.Document().Lookup(f.Key()))]++
 		}
 		byValue, _ := f.Value().Document().Elements()
 		got := map[string]int64{}
@@ -141,6 +138,25 @@ func checkCounts(t *testing.T, id string, d bson.Raw, vals []bson.RawValue) {
 			}
 		}
 	}
+}
+
+// countedName is the name a counted value is filed under: strings as they
+// are, integers, doubles and booleans as text, anything else (missing,
+// null) as its type name.
+func countedName(v bson.RawValue) string {
+	switch v.Type {
+	case bson.TypeString:
+		return v.StringValue()
+	case bson.TypeInt32:
+		return strconv.Itoa(int(v.Int32()))
+	case bson.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bson.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	}
+	return "null"
 }
 
 func number(v bson.RawValue) (float64, bool) {

@@ -40,7 +40,11 @@
  *   use-after-free in Fluent Bit: fbhost aborts to make it visible;
  * - the optional hooks FLBPluginPreRegister, FLBPluginOutputPreRun and
  *   FLBPluginOutputPreExit are called (with 0: no hot reload) if exported;
- * - Unregister comes once, after every instance has exited; no hot reload.
+ * - Unregister comes once, after every instance has exited. A register after
+ *   unregister is a hot reload (src/flb_reload.c): the new context dlopens
+ *   the .so again (the same, still-mapped Go runtime), calls
+ *   FLBPluginPreRegister(1) and FLBPluginRegister again, then Init for each
+ *   new instance (instance ids stay unique across reloads here).
  */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -284,10 +288,11 @@ static void start_engine(void)
 
 static void cmd_register(void)
 {
-    if (phase != LOADED) {
+    if (phase != LOADED && phase != UNREGISTERED) {
         result("error register: already registered");
         return;
     }
+    int hot_reloading = phase == UNREGISTERED; /* config->hot_reloading */
     /* flb_plugin_proxy_create() */
     dso = dlopen(so_path, RTLD_LAZY);
     if (!dso) {
@@ -295,7 +300,7 @@ static void cmd_register(void)
         return;
     }
     int (*pre_register)(int) = (int (*)(int))symbol("FLBPluginPreRegister");
-    if (pre_register && pre_register(0) == -1) {
+    if (pre_register && pre_register(hot_reloading) == -1) {
         result("error register: FLBPluginPreRegister returned -1");
         return;
     }

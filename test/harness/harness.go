@@ -149,7 +149,8 @@ func Start(bin, so string) (*Host, error) {
 // Stderr returns everything fbhost and the plugin have logged so far.
 func (h *Host) Stderr() string { return h.log.String() }
 
-// Register calls FLBPluginRegister and returns the plugin name and rc.
+// Register calls FLBPluginRegister and returns the plugin name and rc. After
+// Unregister it starts a hot reload, as Fluent Bit's reload does.
 func (h *Host) Register() (string, int, error) {
 	line, err := h.do("register")
 	if err != nil {
@@ -218,6 +219,8 @@ func (h *Host) Exit(id string) (int, error) {
 }
 
 // Unregister calls FLBPluginUnregister, which returns void: rc is always 0.
+// A Register after it is a hot reload: the plugin is registered again and
+// new instances (with new ids) can be initialised.
 func (h *Host) Unregister() (int, error) {
 	return h.rcCommand("unregister")
 }
