@@ -1,0 +1,300 @@
+package e2e
+
+// Helpers of the bucket-engine tests: a msgpack chunk builder, the fixture's
+// records one by one, an in-process sink on the test server and a Store that
+// injects faults.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// chunkRecords splits a chunk file into its records' msgpack bytes.
+func chunkRecords(t *testing.T, file string) [][]byte {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := msgpack.NewDecoder(bytes.NewReader(data))
+	var recs [][]byte
+	for {
+		raw, err := dec.DecodeRaw()
+		if err != nil {
+			if len(recs) == 0 {
+				t.Fatalf("%s: %v", file, err)
+			}
+			return recs
+		}
+		recs = append(recs, raw)
+	}
+}
+
+// join concatenates records into a chunk.
+func join(recs [][]byte) []byte {
+	var b []byte
+	for _, r := range recs {
+		b = append(b, r...)
+	}
+	return b
+}
+
+// every returns the records whose index i has i%n == k.
+func every(recs [][]byte, n, k int) [][]byte {
+	var out [][]byte
+	for i := k; i < len(recs); i += n {
+		out = append(out, recs[i])
+	}
+	return out
+}
+
+// eventTime is Fluent Bit's EventTime (msgpack ext 0) of t.
+func eventTime(t time.Time) msgpack.RawMessage {
+	b := []byte{0xd7, 0x00}
+	b = binary.BigEndian.AppendUint32(b, uint32(t.Unix()))
+	return binary.BigEndian.AppendUint32(b, uint32(t.Nanosecond()))
+}
+
+// kv is one field of a record body built by record; its key is raw bytes
+// (it may be invalid UTF-8 or hold NUL), its value anything msgpack encodes.
+type kv struct {
+	key string
+	val any
+}
+
+// record encodes one Fluent Bit record [[time, {}], body], keeping the
+// body's field order.
+func record(t *testing.T, ts time.Time, body ...kv) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(enc.EncodeArrayLen(2))
+	must(enc.EncodeArrayLen(2))
+	must(enc.Encode(eventTime(ts)))
+	must(enc.EncodeMapLen(0))
+	must(enc.EncodeMapLen(len(body)))
+	for _, f := range body {
+		must(enc.EncodeString(f.key))
+		must(enc.Encode(f.val))
+	}
+	return buf.Bytes()
+}
+
+// decodeFixture decodes records the way the plugin does with opt, for the
+// expected entries.
+func decodeFixture(t *testing.T, chunk []byte, opt parser.Options) []bson.Raw {
+	t.Helper()
+	if opt.TimeKey == "" {
+		opt.TimeKey = "ts"
+	}
+	if opt.ReplaceDot == "" {
+		opt.ReplaceDot, opt.ReplaceDollar = "_", "_"
+	}
+	d, err := parser.NewDecoder(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b parser.Batch
+	d.Decode(chunk, nil, &b)
+	if b.Corrupt != nil || len(b.Bad) > 0 {
+		t.Fatalf("fixture does not decode cleanly: %v, %d bad", b.Corrupt, len(b.Bad))
+	}
+	out := make([]bson.Raw, len(b.Records))
+	for i, r := range b.Records {
+		out[i] = bson.Raw(append([]byte(nil), r.Doc...))
+	}
+	return out
+}
+
+// sameEntries checks that got and want hold the same documents, each as
+// often (order does not matter).
+func sameEntries(t *testing.T, got, want []bson.Raw) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d entries stored, %d records sent", len(got), len(want))
+	}
+	count := map[string]int{}
+	for _, w := range want {
+		count[string(w)]++
+	}
+	for _, g := range got {
+		count[string(g)]--
+	}
+	var diffs []string
+	for k, n := range count {
+		if n != 0 {
+			diffs = append(diffs, fmt.Sprintf("%+d x %v", -n, bson.Raw(k)))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 0 {
+		if len(diffs) > 5 {
+			diffs = append(diffs[:5], fmt.Sprintf("... %d more", len(diffs)-5))
+		}
+		t.Errorf("stored entries differ from the records sent (+n: stored n times too often):\n%v", diffs)
+	}
+}
+
+// testLog is a sink.Logger writing to the test log.
+type testLog struct{ t *testing.T }
+
+func (l testLog) Debugf(f string, a ...any) {}
+func (l testLog) Infof(f string, a ...any)  { l.t.Logf("info: "+f, a...) }
+func (l testLog) Warnf(f string, a ...any)  { l.t.Logf("warn: "+f, a...) }
+func (l testLog) Errorf(f string, a ...any) { l.t.Logf("error: "+f, a...) }
+
+// fastRetry retries quickly, so tests that wait for a flush deadline stay
+// short.
+var fastRetry = writer.Retry{Base: time.Millisecond, Cap: 10 * time.Millisecond}
+
+// sinkOptions are the options of an in-process sink as the plugin sets them
+// by default (collection logs, 1m windows), with the given bounds.
+func sinkOptions(maxRecords, maxBytes int) sink.Options {
+	return sink.Options{
+		Mode: sink.ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag",
+		Idempotent: true, MaxInflight: 4, FlushTimeout: 10 * time.Second,
+		MaxRecords: maxRecords, MaxBytes: maxBytes,
+		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
+		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, Stats: []string{"cost"},
+			CountBy: []string{"level"}, ReplaceDot: "_", ReplaceDollar: "_"},
+	}
+}
+
+// newSink is an in-process sink on e's database through store.
+func (e *env) newSink(opt sink.Options, store writer.Store, retry writer.Retry) *sink.Sink {
+	e.t.Helper()
+	s, err := sink.New(opt, store, retry, testLog{e.t})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// store is the plain Store of e's database.
+func (e *env) store() writer.Store { return writer.MongoStore{DB: e.db} }
+
+// Errors a fault injects, shaped as the driver returns them.
+var (
+	errNetwork = mongo.CommandError{Code: 6, Name: "HostUnreachable", Message: "connection reset by peer",
+		Labels: []string{"NetworkError", "RetryableWriteError"}}
+	errTimeout = fmt.Errorf("server selection or socket read: %w", context.DeadlineExceeded)
+)
+
+// faultStore wraps a Store and injects faults into Upsert.
+type faultStore struct {
+	writer.Store
+
+	mu      sync.Mutex
+	upserts int // Upsert calls so far
+	// failAt makes the failAt-th Upsert (from 1) fail with err; with down,
+	// every call after it fails too, as when the server is gone, until
+	// heal. With apply, the failing Upsert is applied first and its
+	// outcome lost (a timeout after the server wrote it).
+	failAt   int
+	err      error
+	apply    bool
+	down     bool
+	tripped  bool
+	injected int
+	// before, when set, runs just before the failAt-th Upsert is sent
+	// (another writer acting in between); it does not fail the call.
+	before func()
+}
+
+func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) error {
+	f.mu.Lock()
+	f.upserts++
+	hit := f.failAt > 0 && f.upserts == f.failAt
+	fail := (hit && f.err != nil) || (f.down && f.tripped)
+	if hit {
+		f.tripped = true
+	}
+	before := f.before
+	if hit {
+		f.before = nil
+	}
+	if fail {
+		f.injected++
+	}
+	err, apply := f.err, f.apply && hit
+	f.mu.Unlock()
+	if hit && before != nil {
+		before()
+	}
+	if !fail {
+		return f.Store.Upsert(ctx, coll, filter, update)
+	}
+	if apply {
+		if aerr := f.Store.Upsert(ctx, coll, filter, update); aerr != nil {
+			return aerr
+		}
+	}
+	return err
+}
+
+func (f *faultStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {
+	if err := f.outage(); err != nil {
+		return nil, err
+	}
+	return f.Store.Find(ctx, coll, filter, projection)
+}
+
+func (f *faultStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
+	if err := f.outage(); err != nil {
+		return err
+	}
+	return f.Store.InsertMany(ctx, coll, docs)
+}
+
+func (f *faultStore) outage() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.down && f.tripped {
+		return f.err
+	}
+	return nil
+}
+
+// heal ends an outage: every later call goes through.
+func (f *faultStore) heal() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.down, f.failAt, f.tripped = false, 0, false
+}
+
+func (f *faultStore) count() (upserts, injected int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.upserts, f.injected
+}
+
+// flushSink flushes chunk through s and checks the status.
+func flushSink(t *testing.T, s *sink.Sink, tag string, chunk []byte, want sink.Status) sink.Result {
+	t.Helper()
+	res := s.Flush(context.Background(), tag, chunk)
+	if res.Status != want {
+		t.Fatalf("flush: %v (%v), want %v", res.Status, res.Err, want)
+	}
+	return res
+}

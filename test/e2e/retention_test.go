@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// days builds a chunk with n records on each of the given UTC days.
+func days(t *testing.T, n int, ds ...time.Time) string {
+	var recs [][]byte
+	for _, d := range ds {
+		for i := 0; i < n; i++ {
+			recs = append(recs, record(t, d.Add(time.Duration(i)*time.Second), kv{"msg", "hello"}, kv{"i", i}))
+		}
+	}
+	return writeFile(t, "days.msgpack", join(recs))
+}
+
+func (e *env) collections() []string {
+	e.t.Helper()
+	names, err := e.db.ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// partition day writes each day to its own collection, and partition_keep
+// drops the oldest ones whole.
+func TestPartitionsAndRetention(t *testing.T) {
+	for _, mode := range []string{"bucket", "flat"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			d1 := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+			d2, d3 := d1.AddDate(0, 0, 1), d1.AddDate(0, 0, 2)
+			e.init("p", e.props("mode", mode, "partition", "day", "partition_keep", "2"))
+			e.mustFlush("p", "app", days(t, 10, d1, d2))
+			if got := e.collections(); !slices.Equal(got, []string{"logs_20240601", "logs_20240602"}) {
+				t.Fatalf("collections %v after two days", got)
+			}
+			e.mustFlush("p", "app", days(t, 10, d3))
+			e.exit("p")
+			if got := e.collections(); !slices.Equal(got, []string{"logs_20240602", "logs_20240603"}) {
+				t.Fatalf("collections %v after a third day with partition_keep 2", got)
+			}
+			for _, c := range []string{"logs_20240602", "logs_20240603"} {
+				n := 0
+				for _, d := range e.all(c) {
+					if mode == "flat" {
+						n++
+					} else {
+						n += int(d.Lookup("count").AsInt64())
+					}
+				}
+				if n != 10 {
+					t.Errorf("%s holds %d records, want 10", c, n)
+				}
+			}
+			if !waitLog(e.host, "dropped partition logs_20240601") {
+				t.Errorf("the drop was not logged:\n%s", e.host.Stderr())
+			}
+		})
+	}
+}
+
+// ttl gives every bucket and flat document an expireAt of ttl plus a jitter
+// below ttl_jitter past its window (bucket) or time (flat), and asks for a
+// TTL index on it.
+func TestTTL(t *testing.T) {
+	for _, mode := range []string{"bucket", "flat"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			e.init("t", e.props("mode", mode, "ttl", "1h", "ttl_jitter", "10m"))
+			e.mustFlush("t", "app.log", fixture("chunk-app-json-5000.msgpack"))
+			e.exit("t")
+			jitters := map[time.Duration]bool{}
+			for _, d := range e.all("logs") {
+				at, ok := d.Lookup("expireAt").TimeOK()
+				if !ok {
+					t.Fatalf("no expireAt in %v", d.Lookup("_id"))
+				}
+				// A bucket expires after its window's end, a flat document
+				// after its own time (both stored in milliseconds).
+				base, ok := d.Lookup("end").TimeOK()
+				if mode == "flat" {
+					base, ok = d.Lookup("ts").TimeOK()
+				}
+				if !ok {
+					t.Fatalf("no end or ts in %v", d.Lookup("_id"))
+				}
+				j := at.Sub(base) - time.Hour
+				if j < -time.Millisecond || j >= 10*time.Minute {
+					t.Fatalf("expireAt %v is %v past %v, want 1h plus under 10m", at, at.Sub(base), base)
+				}
+				jitters[j] = true
+			}
+			if len(jitters) < 2 {
+				t.Errorf("all documents share one jitter: deletes would spike together")
+			}
+			idx := e.indexes("logs")
+			if !idx["expireAt_1"] && !waitLog(e.host, "creating TTL index on logs.expireAt") {
+				t.Errorf("no TTL index and no warning about it; indexes %v", idx)
+			}
+		})
+	}
+}
+
+// indexes returns the index names of coll.
+func (e *env) indexes(coll string) map[string]bool {
+	e.t.Helper()
+	specs, err := e.db.Collection(coll).Indexes().ListSpecifications(context.Background())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, s := range specs {
+		out[s.Name] = true
+	}
+	return out
+}
+
+// The plugin creates the lookup index its buckets are queried by.
+func TestLookupIndex(t *testing.T) {
+	e := newEnv(t)
+	e.init("i", e.props())
+	e.mustFlush("i", "app.log", fixture("chunk-app-json-5000.msgpack"))
+	e.exit("i")
+	if idx := e.indexes("logs"); !idx["key_1_start_1"] {
+		t.Errorf("indexes %v, want key_1_start_1", idx)
+	}
+}
+
+// capped_size (flat mode) creates the collection capped before writing.
+func TestCappedFlat(t *testing.T) {
+	e := newEnv(t)
+	e.init("c", e.props("mode", "flat", "capped_size", "64M"))
+	e.mustFlush("c", "app.log", fixture("chunk-app-json-5000.msgpack"))
+	e.exit("c")
+	specs, err := e.db.ListCollectionSpecifications(context.Background(), bson.D{{Key: "name", Value: "logs"}})
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("collection specs %v, %v", specs, err)
+	}
+	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
+		t.Errorf("logs is not capped: %v", specs[0].Options)
+	}
+	if n := len(e.all("logs")); n != 5000 {
+		t.Errorf("%d documents, want 5000", n)
+	}
+}
