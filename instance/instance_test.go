@@ -66,14 +66,14 @@ func (f *fakeStore) run(ctx context.Context) error {
 	return nil
 }
 
-func (f *fakeStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) error {
+func (f *fakeStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
 	if err := f.run(ctx); err != nil {
-		return err
+		return false, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.upserts++
-	return nil
+	return true, nil
 }
 
 func (f *fakeStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -54,13 +53,18 @@ type Buckets struct {
 type groupState struct {
 	lock  chan struct{} // held while a write to the group is in flight
 	used  uint64        // for eviction: the tick of the last use
-	known bool          // its buckets were read once
 	seq   int           // the bucket being filled
 	count int           // its entries, as far as known
 	bytes int           // its bytes counter, as far as known
-	// prior maps "chunk:index" to the number of records that a write of
-	// this process's predecessors stored (read from the ops arrays), so a
-	// chunk resent after a restart is not stored twice.
+	// created: this process created bucket seq, so every write in it is
+	// one this process made; read: its ops were read. A bucket that is
+	// neither is read before the writer moves past it.
+	created, read bool
+	// prior maps an operation key ("chunk:index") to the number of records
+	// that write stored, for writes known to be in the group's buckets: read
+	// from the ops of buckets this process read (writes of an earlier run of
+	// the agent, before a restart) and this process's own recent writes. A
+	// chunk sent again skips them.
 	prior map[string]int
 	// recent lists the keys this process added to prior itself, oldest
 	// first, so that they stay bounded (see remember).
@@ -72,8 +76,7 @@ const maxRecent = 128
 
 // remember records that this process stored the write of n records
 // starting at key, so that the same chunk sent again (Fluent Bit resends a
-// chunk whose acknowledgement it lost) is recognised as it is after a
-// restart, from the ops read by load.
+// chunk whose acknowledgement it lost) is recognised.
 func (st *groupState) remember(key string, n int) {
 	if st.prior == nil {
 		st.prior = map[string]int{}
@@ -86,6 +89,27 @@ func (st *groupState) remember(key string, n int) {
 		}
 	}
 	st.prior[key] = n
+}
+
+// learn records what a read of bucket seq showed: the writes it holds and,
+// for the bucket being filled, its fill.
+func (st *groupState) learn(info *bucketInfo) {
+	for i, op := range info.ops {
+		if i < len(info.opn) {
+			if st.prior == nil {
+				st.prior = map[string]int{}
+			}
+			st.prior[op] = info.opn[i]
+		}
+	}
+	if info.seq == st.seq {
+		st.count, st.bytes, st.read = info.count, info.bytes, true
+	}
+}
+
+// next moves on to the next bucket of the group.
+func (st *groupState) next() {
+	st.seq, st.count, st.bytes, st.created, st.read = st.seq+1, 0, 0, false, false
 }
 
 // Progress is what one chunk has achieved in one group. The caller keeps it
@@ -105,7 +129,8 @@ type Parked struct {
 	Reason string
 }
 
-// part is one write: n records into bucket seq, with operation id op.
+// part is one write: n records into bucket seq, with operation key op
+// ("chunk:index" of its first record).
 type part struct {
 	seq int
 	n   int
@@ -157,18 +182,23 @@ func (b *Buckets) evict() {
 	}
 }
 
-// OpID names the write of n records starting at chunk record index idx.
-func OpID(chunkID string, idx, n int) string {
-	return chunkID + ":" + strconv.Itoa(idx) + ":" + strconv.Itoa(n)
-}
-
-func opKey(chunkID string, idx int) string {
+// OpKey names a write by its chunk and the index of its first record. The
+// guard on it in every bucket write means: no write of this chunk that
+// starts at this record is in the bucket, whatever its length.
+func OpKey(chunkID string, idx int) string {
 	return chunkID + ":" + strconv.Itoa(idx)
 }
 
 // Write stores the records of g that prog has not handled yet. It returns
 // nil when every record is stored or parked in prog.Poison, and an error
 // (with prog updated) when the flush must be retried.
+//
+// A group this process has not written yet starts at bucket 0 and walks up:
+// an upsert into a bucket that is full, or that already holds this write,
+// collides with its _id (DuplicateKey), and the writer reads the bucket. The
+// buckets it passes are read or were created by itself, so any write of an
+// earlier run of the agent is found before it could be stored twice. The
+// common case, a new window, costs one round trip per bucket.
 func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, prog *Progress) error {
 	coll := b.collection(g)
 	st, err := b.acquire(ctx, coll+"\x00"+g.ID)
@@ -176,18 +206,14 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 		return err
 	}
 	defer st.release()
-	if !st.known {
-		if err := b.retry.Do(ctx, func() error { return b.load(ctx, coll, g.ID, st) }); err != nil {
-			return fmt.Errorf("reading buckets of %s: %w", g.ID, err)
-		}
-	}
 	extra := len(b.grouper.CountBy) * 160
 	header := b.header(g)
 	recs := g.Records
 	races, attempt := 0, 0
 	for prog.Done < len(recs) {
 		rest := recs[prog.Done:]
-		if n, ok := st.prior[opKey(chunkID, rest[0].Index)]; ok && prog.doubt == nil {
+		key := OpKey(chunkID, rest[0].Index)
+		if n, ok := st.prior[key]; ok && prog.doubt == nil {
 			prog.Done += min(n, len(rest))
 			continue
 		}
@@ -205,41 +231,52 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 					prog.Done++
 					continue
 				}
-				st.seq, st.count, st.bytes = st.seq+1, 0, 0
+				if !st.created && !st.read && b.cfg.Idempotent {
+					if err := b.readInto(ctx, g, st, st.seq); err != nil {
+						return err
+					}
+					continue
+				}
+				st.next()
 				continue
 			}
-			p = &part{seq: st.seq, n: k, op: OpID(chunkID, rest[0].Index, k)}
+			p = &part{seq: st.seq, n: k, op: key}
 		}
 		sum := b.grouper.Summarize(rest[:p.n])
 		size := sum.Bytes + p.n*extra + opBytes(chunkID)
-		err := b.upsert(ctx, g, p, rest[:p.n], sum, size, header)
+		created, err := b.upsert(ctx, g, p, rest[:p.n], sum, size, header)
 		class := Classify(err)
+		n, counted := p.n, false
 		if class == Duplicate {
-			class, err = b.duplicate(ctx, g, st, p)
-			if class == Duplicate {
-				if races++; races > 5 {
-					// Not our document, or it keeps changing: move on.
-					st.seq, st.count, st.bytes = st.seq+1, 0, 0
-					races = 0
-				}
+			if err := b.readInto(ctx, g, st, p.seq); err != nil {
+				class = Transient
+			} else if stored, ok := st.prior[p.op]; ok && b.cfg.Idempotent {
+				// The bucket holds this write: an earlier attempt (or an
+				// earlier run) stored it, perhaps with another length.
+				class, n, created, counted = OK, stored, false, true
+			} else if races++; races > 5 {
+				// Not our document, or it keeps changing: move on.
+				st.next()
+				races = 0
 			}
 		}
 		switch class {
 		case OK:
-			if p.seq == st.seq {
-				st.count += p.n
+			if p.seq == st.seq && !counted { // a read has counted it already
+				st.count += n
 				st.bytes += size
+				st.created = st.created || created
 			}
 			if b.cfg.Idempotent {
-				st.remember(opKey(chunkID, rest[0].Index), p.n)
+				st.remember(p.op, n)
 			}
-			prog.Done += p.n
-			prog.Stored += p.n
-			prog.single = max(prog.single-p.n, 0)
+			prog.Done += n
+			prog.Stored += n
+			prog.single = max(prog.single-n, 0)
 			prog.doubt = nil
 			races, attempt = 0, 0
 		case Duplicate:
-			prog.doubt = nil
+			prog.doubt = nil // not applied: plan again with what was read
 		case Conflict, Transient:
 			prog.doubt = p
 			attempt++
@@ -267,9 +304,9 @@ func (b *Buckets) collection(g *bucketer.Group) string {
 	return b.cfg.Collection
 }
 
-// opBytes is what one operation id adds to the ops array.
+// opBytes is the most one operation adds to the ops and opn arrays.
 func opBytes(chunkID string) int {
-	return len(chunkID) + 24
+	return len(chunkID) + 32
 }
 
 // header is the bytes a bucket of g takes beside its entries and ops.
@@ -284,104 +321,53 @@ func (b *Buckets) header(g *bucketer.Group) int {
 	return h
 }
 
-// duplicate handles an upsert that hit an existing bucket: it reads the
-// bucket to tell "already written" (OK) from "full" and "created
-// concurrently" (Duplicate: plan again with the state it read).
-func (b *Buckets) duplicate(ctx context.Context, g *bucketer.Group, st *groupState, p *part) (Class, error) {
-	var info *bucketInfo
+// readInto reads bucket seq of g and records what it holds in st; a bucket
+// that does not exist (any more) reads as empty.
+func (b *Buckets) readInto(ctx context.Context, g *bucketer.Group, st *groupState, seq int) error {
+	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, seq)).Build())
+	var docs []bson.Raw
 	err := b.retry.Do(ctx, func() error {
 		var err error
-		info, err = b.read(ctx, b.collection(g), bucketer.BucketID(g.ID, p.seq))
+		docs, err = b.store.Find(ctx, b.collection(g), filter, infoProjection)
 		return err
 	})
 	if err != nil {
-		return Transient, err
+		return fmt.Errorf("reading bucket %s: %w", bucketer.BucketID(g.ID, seq), err)
 	}
-	if info == nil {
-		return Duplicate, nil // removed meanwhile: write again
+	info := &bucketInfo{seq: seq}
+	if len(docs) > 0 {
+		info = parseInfo(docs[0], seq)
 	}
-	if info.hasOp(p.op) {
-		return OK, nil
-	}
-	if p.seq == st.seq {
-		// Full, or created concurrently: plan again with what is stored.
-		st.count, st.bytes = info.count, info.bytes
-	}
-	return Duplicate, nil
-}
-
-type bucketInfo struct {
-	seq          int
-	count, bytes int
-	ops          []string
-}
-
-func (i *bucketInfo) hasOp(op string) bool {
-	for _, o := range i.ops {
-		if o == op {
-			return true
-		}
-	}
-	return false
-}
-
-var infoProjection = bson.Raw(bsoncore.NewDocumentBuilder().
-	AppendInt32("count", 1).AppendInt32("bytes", 1).AppendInt32("ops", 1).Build())
-
-func (b *Buckets) read(ctx context.Context, coll, id string) (*bucketInfo, error) {
-	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", id).Build())
-	docs, err := b.store.Find(ctx, coll, filter, infoProjection)
-	if err != nil || len(docs) == 0 {
-		return nil, err
-	}
-	return parseInfo(docs[0]), nil
-}
-
-// load reads every bucket of group id once, learning which bucket is being
-// filled and which operations are already stored.
-func (b *Buckets) load(ctx context.Context, coll, id string, st *groupState) error {
-	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument("_id",
-		bsoncore.NewDocumentBuilder().AppendString("$regex", "^"+id+"-").Build()).Build())
-	docs, err := b.store.Find(ctx, coll, filter, infoProjection)
-	if err != nil {
-		return err
-	}
-	st.known = true
-	for _, d := range docs {
-		info := parseInfo(d)
-		if info.seq >= st.seq {
-			st.seq, st.count, st.bytes = info.seq, info.count, info.bytes
-		}
-		for _, op := range info.ops {
-			i := strings.LastIndexByte(op, ':')
-			n, err := strconv.Atoi(op[i+1:])
-			if i < 0 || err != nil {
-				continue
-			}
-			if st.prior == nil {
-				st.prior = map[string]int{}
-			}
-			st.prior[op[:i]] = n
-		}
-	}
+	st.learn(info)
 	return nil
 }
 
-func parseInfo(d bson.Raw) *bucketInfo {
-	info := &bucketInfo{}
-	if id, ok := d.Lookup("_id").StringValueOK(); ok {
-		if i := strings.LastIndexByte(id, '-'); i >= 0 {
-			info.seq, _ = strconv.Atoi(id[i+1:])
-		}
-	}
+// bucketInfo is what a read of one bucket shows.
+type bucketInfo struct {
+	seq          int
+	count, bytes int
+	ops          []string // operation keys
+	opn          []int    // records each operation stored
+}
+
+var infoProjection = bson.Raw(bsoncore.NewDocumentBuilder().
+	AppendInt32("count", 1).AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("opn", 1).Build())
+
+func parseInfo(d bson.Raw, seq int) *bucketInfo {
+	info := &bucketInfo{seq: seq}
 	info.count = int(numberOf(d.Lookup("count")))
 	info.bytes = int(numberOf(d.Lookup("bytes")))
 	if arr, ok := d.Lookup("ops").ArrayOK(); ok {
 		vals, _ := arr.Values()
 		for _, v := range vals {
-			if s, ok := v.StringValueOK(); ok {
-				info.ops = append(info.ops, s)
-			}
+			s, _ := v.StringValueOK()
+			info.ops = append(info.ops, s)
+		}
+	}
+	if arr, ok := d.Lookup("opn").ArrayOK(); ok {
+		vals, _ := arr.Values()
+		for _, v := range vals {
+			info.opn = append(info.opn, int(numberOf(v)))
 		}
 	}
 	return info
@@ -394,8 +380,9 @@ func numberOf(v bson.RawValue) int64 {
 	return 0
 }
 
-// upsert writes part p (records recs) into its bucket.
-func (b *Buckets) upsert(ctx context.Context, g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size, header int) error {
+// upsert writes part p (records recs) into its bucket and reports whether
+// the write created it.
+func (b *Buckets) upsert(ctx context.Context, g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size, header int) (bool, error) {
 	id := bucketer.BucketID(g.ID, p.seq)
 	f := bsoncore.NewDocumentBuilder().AppendString("_id", id).
 		AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$lte", int32(b.cfg.MaxRecords-p.n)).Build()).
@@ -433,6 +420,7 @@ func (b *Buckets) update(g *bucketer.Group, p *part, recs []*parser.Record, sum 
 	dst, _ = bsoncore.AppendDocumentEnd(dst, logs)
 	if b.cfg.Idempotent {
 		dst = bsoncore.AppendStringElement(dst, "ops", p.op)
+		dst = bsoncore.AppendInt32Element(dst, "opn", int32(p.n))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, push)
 

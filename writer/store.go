@@ -11,8 +11,9 @@ import (
 // Store is the narrow set of MongoDB calls the writer makes. The real one
 // wraps a driver database; tests wrap it to inject faults.
 type Store interface {
-	// Upsert runs one update with upsert on.
-	Upsert(ctx context.Context, coll string, filter, update bson.Raw) error
+	// Upsert runs one update with upsert on and reports whether it
+	// inserted a new document.
+	Upsert(ctx context.Context, coll string, filter, update bson.Raw) (created bool, err error)
 	// Find returns the documents matching filter, projected.
 	Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error)
 	// InsertMany inserts docs, unordered.
@@ -24,9 +25,12 @@ type MongoStore struct {
 	DB *mongo.Database
 }
 
-func (s MongoStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) error {
-	_, err := s.DB.Collection(coll).UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
-	return err
+func (s MongoStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
+	res, err := s.DB.Collection(coll).UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	if err != nil {
+		return false, err
+	}
+	return res.UpsertedCount > 0, nil
 }
 
 func (s MongoStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {

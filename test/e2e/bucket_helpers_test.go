@@ -222,7 +222,7 @@ type faultStore struct {
 	before func()
 }
 
-func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) error {
+func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
 	f.mu.Lock()
 	f.upserts++
 	hit := f.failAt > 0 && f.upserts == f.failAt
@@ -246,11 +246,11 @@ func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bso
 		return f.Store.Upsert(ctx, coll, filter, update)
 	}
 	if apply {
-		if aerr := f.Store.Upsert(ctx, coll, filter, update); aerr != nil {
-			return aerr
+		if _, aerr := f.Store.Upsert(ctx, coll, filter, update); aerr != nil {
+			return false, aerr
 		}
 	}
-	return err
+	return false, err
 }
 
 func (f *faultStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {
