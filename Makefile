@@ -27,6 +27,7 @@ unit:
 
 integration: build
 	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
+	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -race -count=1 -timeout 20m -run 'BoundaryRace|BoundaryExit' ./e2e/
 
 # Each fuzz target for FUZZTIME (make fuzz runs them longer).
 fuzz-short:

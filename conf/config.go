@@ -173,7 +173,7 @@ var keyTable = []KeyDoc{
 	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Needs mode flat; not with ttl or partition."},
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
-	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means the Fluent Bit alias or `mongodb.N`."},
+	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
 }
 
 // Redacted returns the connection string with its password hidden.

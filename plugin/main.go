@@ -7,6 +7,7 @@ import (
 	"C"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"sync"
 	"unsafe"
 
@@ -59,7 +60,7 @@ func FLBPluginRegister(def unsafe.Pointer) int {
 func FLBPluginInit(plugin unsafe.Pointer) (rc int) {
 	defer func() {
 		if r := recover(); r != nil {
-			fmt.Fprintf(os.Stderr, "[error] [out_mongodb] init failed: panic: %v\n", r)
+			instance.NewLogger(os.Stderr, "init", conf.LogError).Errorf("init failed: panic: %v\n%s", r, debug.Stack())
 			rc = output.FLB_ERROR
 		}
 	}()
