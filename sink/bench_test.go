@@ -1,0 +1,72 @@
+package sink
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// nullStore accepts every write without I/O.
+type nullStore struct{}
+
+func (nullStore) Upsert(context.Context, string, bson.Raw, bson.Raw) (bool, error) { return true, nil }
+func (nullStore) Find(context.Context, string, bson.Raw, bson.Raw) ([]bson.Raw, error) {
+	return nil, nil
+}
+func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
+
+type quietLog struct{}
+
+func (quietLog) Debugf(string, ...any) {}
+func (quietLog) Infof(string, ...any)  {}
+func (quietLog) Warnf(string, ...any)  {}
+func (quietLog) Errorf(string, ...any) {}
+
+// benchFlush measures the whole CPU path of one chunk: decode, parse,
+// group, and build every bucket update (the store does no I/O). One sink
+// serves every iteration, as one plugin instance serves every flush.
+func benchFlush(b *testing.B, file, line string) {
+	chunk, err := os.ReadFile("../test/testdata/" + file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lp, err := parser.NewLineParser(line, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	opt := Options{
+		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
+		MaxInflight: 4, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_", Line: lp, ParseKey: "log"},
+		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
+	}
+	n, _ := parser.CountRecords(chunk)
+	s, err := New(opt, nullStore{}, writer.DefaultRetry, quietLog{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(len(chunk)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res := s.Flush(context.Background(), "tag", chunk); res.Status != Done {
+			b.Fatal(res.Err)
+		}
+	}
+	b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkTranscodeAppJSON(b *testing.B) { benchFlush(b, "chunk-app-json-5000.msgpack", "") }
+func BenchmarkTranscodeApache2(b *testing.B) {
+	benchFlush(b, "chunk-apache2-5000.msgpack", "apache_combined")
+}
+func BenchmarkTranscodeRawAccess(b *testing.B) {
+	benchFlush(b, "chunk-raw-access-5000.msgpack", "apache_combined")
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// wire counts the commands and bytes the driver sends.
+type wire struct{ commands, bytes atomic.Int64 }
+
+func (w *wire) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		switch e.CommandName {
+		case "update", "insert", "find", "findAndModify":
+			w.commands.Add(1)
+			w.bytes.Add(int64(len(e.Command)))
+		}
+	}}
+}
+
+// stored is what one mode left in the database.
+type stored struct {
+	docs, entries, entryBytes, indexes int
+}
+
+func endToEnd() error {
+	uri, ok := mongotest.External()
+	if !ok {
+		dir, err := os.MkdirTemp("", "bench")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv, err := mongotest.StartFerret(dir, "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		uri = srv.URI
+	}
+	w := workloads[0]
+	chunk, err := os.ReadFile(w.file)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nEnd to end, %s (5000 records), one flush into a fresh collection; the test server's\n", w.name)
+	fmt.Println("speed says nothing about MongoDB's, the counts carry over:")
+	fmt.Printf("%-7s %-9s %12s %6s %12s %12s %12s %9s %10s\n", "mode", "via", "records/s", "docs", "round trips", "bytes sent", "entry bytes", "sent/entry", "idx entries")
+	got := map[sink.Mode]stored{}
+	sent := map[sink.Mode]int64{}
+	for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+		var wr wire
+		client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(wr.monitor()))
+		if err != nil {
+			return err
+		}
+		db := client.Database("bench_" + string(mode))
+		_ = db.Drop(context.Background())
+		opt, err := sinkOptions(w, mode)
+		if err != nil {
+			return err
+		}
+		if err := createIndexes(db, mode); err != nil {
+			return err
+		}
+		s, err := sink.New(opt, writer.MongoStore{DB: db}, writer.DefaultRetry, quiet{})
+		if err != nil {
+			return err
+		}
+		wr.commands.Store(0)
+		wr.bytes.Store(0)
+		start := time.Now()
+		if res := s.Flush(context.Background(), w.tag, chunk); res.Status != sink.Done {
+			return fmt.Errorf("%s flush: %v", mode, res.Err)
+		}
+		elapsed := time.Since(start)
+		rt, bytes := wr.commands.Load(), wr.bytes.Load()
+		st, err := inspect(db, mode)
+		if err != nil {
+			return err
+		}
+		got[mode], sent[mode] = st, bytes
+		fmt.Printf("%-7s %-9s %12.0f %6d %12d %12d %12d %9.3f %10d\n", mode, "sink", 5000/elapsed.Seconds(), st.docs, rt, bytes,
+			st.entryBytes, float64(bytes)/float64(st.entryBytes), st.docs*st.indexes)
+		_ = db.Drop(context.Background())
+		_ = client.Disconnect(context.Background())
+		if so := os.Getenv("OUT_MONGODB_SO"); so != "" {
+			rate, err := viaHarness(so, uri, string(mode), w)
+			if err != nil {
+				return err
+			}
+			fmt.Printf("%-7s %-9s %12.0f\n", mode, "plugin", rate)
+		}
+	}
+	b, f := got[sink.ModeBucket], got[sink.ModeFlat]
+	fmt.Printf("bucket vs flat: %.4fx the documents, %.3fx the bytes sent, %.4fx the index entries\n",
+		float64(b.docs)/float64(f.docs), float64(sent[sink.ModeBucket])/float64(sent[sink.ModeFlat]),
+		float64(b.docs*b.indexes)/float64(f.docs*f.indexes))
+	return nil
+}
+
+// createIndexes creates the indexes the plugin creates for mode.
+func createIndexes(db *mongo.Database, mode sink.Mode) error {
+	keys := bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
+	if mode == sink.ModeFlat {
+		keys = bson.D{{Key: "tag", Value: 1}, {Key: "ts", Value: 1}}
+	}
+	return writer.EnsureIndexes(context.Background(), db, "logs", writer.Layout{Keys: keys})
+}
+
+// inspect counts documents, entries and their bytes, and indexes.
+func inspect(db *mongo.Database, mode sink.Mode) (stored, error) {
+	ctx := context.Background()
+	var st stored
+	cur, err := db.Collection("logs").Find(ctx, bson.D{})
+	if err != nil {
+		return st, err
+	}
+	for cur.Next(ctx) {
+		st.docs++
+		if mode == sink.ModeFlat {
+			st.entries++
+			st.entryBytes += len(cur.Current)
+			continue
+		}
+		vals, _ := cur.Current.Lookup("logs").Array().Values()
+		for _, v := range vals {
+			st.entries++
+			st.entryBytes += len(v.Value)
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return st, err
+	}
+	specs, err := db.Collection("logs").Indexes().ListSpecifications(ctx)
+	st.indexes = len(specs)
+	return st, err
+}
+
+// viaHarness flushes the chunk through the real plugin in the host
+// harness and returns records per second of the flush call.
+func viaHarness(so, uri, mode string, w workload) (float64, error) {
+	dir, err := os.MkdirTemp("", "bench")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := harness.Build("harness", dir)
+	if err != nil {
+		return 0, err
+	}
+	h, err := harness.Start(bin, so)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Close()
+	db := "bench_plugin_" + mode
+	if _, _, err := h.Register(); err != nil {
+		return 0, err
+	}
+	if rc, err := h.Init("b", map[string]string{"uri": uri, "database": db, "mode": mode}); err != nil || rc != harness.FLBOK {
+		return 0, fmt.Errorf("init: rc %d %v\n%s", rc, err, h.Stderr())
+	}
+	start := time.Now()
+	if rc, err := h.Flush("b", w.tag, w.file); err != nil || rc != harness.FLBOK {
+		return 0, fmt.Errorf("flush: rc %d %v\n%s", rc, err, h.Stderr())
+	}
+	elapsed := time.Since(start)
+	if _, err := h.Exit("b"); err != nil {
+		return 0, err
+	}
+	client, err := mongo.Connect(options.Client().ApplyURI(uri))
+	if err == nil {
+		_ = client.Database(db).Drop(context.Background())
+		_ = client.Disconnect(context.Background())
+	}
+	return 5000 / elapsed.Seconds(), nil
+}

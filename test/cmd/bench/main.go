@@ -1,0 +1,158 @@
+// Command bench measures the plugin side by side in one run and prints one
+// table: the CPU path per chunk against fluent-bit-go's decoder and a plain
+// msgpack skip, then end-to-end writes in bucket and flat mode (documents,
+// round trips, bytes on the wire, index entries). Run it with make bench.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/fluent/fluent-bit-go/output"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// workload is one fixture and how the plugin is configured for it.
+type workload struct {
+	name, file, tag string
+	line            string // parser for the raw line, if any
+}
+
+var workloads = []workload{
+	{"app-json", "testdata/chunk-app-json-5000.msgpack", "app.log", ""},
+	{"apache2", "testdata/chunk-apache2-5000.msgpack", "apache.access", "apache_combined"},
+	{"raw-access+parser", "testdata/chunk-raw-access-5000.msgpack", "apache.raw", "apache_combined"},
+}
+
+func main() {
+	e2e := flag.Bool("e2e", true, "also write to the test server (or MONGO_URI)")
+	flag.Parse()
+	testing.Init()
+	if err := run(*e2e); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(e2e bool) error {
+	fmt.Println("CPU per chunk (5000 records), measured side by side in this run:")
+	fmt.Printf("%-20s %-22s %14s %12s %10s\n", "fixture", "path", "records/s", "allocs/rec", "B/rec")
+	for _, w := range workloads {
+		chunk, err := os.ReadFile(w.file)
+		if err != nil {
+			return err
+		}
+		n, err := parser.CountRecords(chunk)
+		if err != nil {
+			return err
+		}
+		opt, err := sinkOptions(w, sink.ModeBucket)
+		if err != nil {
+			return err
+		}
+		results := map[string]testing.BenchmarkResult{
+			"transcode":           testing.Benchmark(func(b *testing.B) { transcode(b, opt, w.tag, chunk) }),
+			"baseline-fluentbitgo": testing.Benchmark(func(b *testing.B) { baseline(b, chunk) }),
+			"floor":               testing.Benchmark(func(b *testing.B) { floor(b, chunk) }),
+		}
+		for _, path := range []string{"transcode", "baseline-fluentbitgo", "floor"} {
+			r := results[path]
+			fmt.Printf("%-20s %-22s %14.0f %12.2f %10.0f\n", w.name, path, rate(r, n),
+				float64(r.AllocsPerOp())/float64(n), float64(r.AllocedBytesPerOp())/float64(n))
+		}
+		t, bl, fl := rate(results["transcode"], n), rate(results["baseline-fluentbitgo"], n), rate(results["floor"], n)
+		fmt.Printf("%-20s transcode is %.1fx the baseline, floor is %.1fx transcode\n", w.name, t/bl, fl/t)
+	}
+	if !e2e {
+		return nil
+	}
+	return endToEnd()
+}
+
+func rate(r testing.BenchmarkResult, records int) float64 {
+	return float64(records) * float64(r.N) / r.T.Seconds()
+}
+
+// sinkOptions is the plugin's default configuration for w.
+func sinkOptions(w workload, mode sink.Mode) (sink.Options, error) {
+	line, err := parser.NewLineParser(w.line, "")
+	if err != nil {
+		return sink.Options{}, err
+	}
+	opt := sink.Options{
+		Mode: mode, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
+		MaxInflight: 4, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_", Line: line, ParseKey: "log"},
+	}
+	if mode == sink.ModeBucket {
+		opt.Grouper = bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"}
+	}
+	return opt, nil
+}
+
+// nullStore accepts every write without I/O, so transcode measures the
+// plugin's whole CPU path: decode, parse, group, build every update.
+type nullStore struct{}
+
+func (nullStore) Upsert(context.Context, string, bson.Raw, bson.Raw) (bool, error) { return true, nil }
+func (nullStore) Find(context.Context, string, bson.Raw, bson.Raw) ([]bson.Raw, error) {
+	return nil, nil
+}
+func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
+
+type quiet struct{}
+
+func (quiet) Debugf(string, ...any) {}
+func (quiet) Infof(string, ...any)  {}
+func (quiet) Warnf(string, ...any)  {}
+func (quiet) Errorf(string, ...any) {}
+
+// transcode flushes the chunk through one sink, as one plugin instance
+// serves every flush.
+func transcode(b *testing.B, opt sink.Options, tag string, chunk []byte) {
+	s, err := sink.New(opt, nullStore{}, writer.DefaultRetry, quiet{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if res := s.Flush(context.Background(), tag, chunk); res.Status != sink.Done {
+			b.Fatal(res.Err)
+		}
+	}
+}
+
+// baseline is what every other Go output plugin does first: fluent-bit-go's
+// decoder, record by record.
+func baseline(b *testing.B, chunk []byte) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		dec := output.NewDecoder(unsafe.Pointer(&chunk[0]), len(chunk))
+		for {
+			if ret, _, _ := output.GetRecord(dec); ret != 0 {
+				break
+			}
+		}
+	}
+}
+
+// floor skips every record without materialising a value.
+func floor(b *testing.B, chunk []byte) {
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := parser.CountRecords(chunk); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
