@@ -60,6 +60,24 @@ func appendString(dst, raw []byte) []byte {
 	return append(dst, 0)
 }
 
+// cleanName reports whether key needs no rewriting: it is not empty, does
+// not start with "$" and holds no "." or NUL and only valid UTF-8. One pass
+// for the usual short ASCII name.
+func cleanName(key []byte) bool {
+	if len(key) == 0 || key[0] == '$' {
+		return false
+	}
+	for i, c := range key {
+		switch {
+		case c == '.' || c == 0:
+			return false
+		case c >= utf8.RuneSelf:
+			return utf8.Valid(key[i:]) && !slices.ContainsFunc(key[i:], func(c byte) bool { return c == '.' || c == 0 })
+		}
+	}
+	return true
+}
+
 // appendName appends a field name made safe for MongoDB: "." becomes
 // ReplaceDot, a leading "$" becomes ReplaceDollar, NUL becomes "_", invalid
 // UTF-8 becomes U+FFFD and an empty name becomes "_empty". The rules hold for
@@ -68,11 +86,7 @@ func appendString(dst, raw []byte) []byte {
 // was rewritten to) a reserved name gets a "_" prefix.
 func (w *writer) appendName(dst, key []byte, top bool) []byte {
 	start := len(dst)
-	clean := len(key) > 0 && key[0] != '$' && utf8.Valid(key)
-	for i := 0; clean && i < len(key); i++ {
-		clean = key[i] != '.' && key[i] != 0
-	}
-	if clean {
+	if cleanName(key) {
 		dst = append(dst, key...)
 	} else {
 		s := validString(key)
@@ -96,7 +110,7 @@ func (w *writer) appendName(dst, key []byte, top bool) []byte {
 			dst = append(dst, "_empty"...)
 		}
 	}
-	if top && w.d.reserved[string(dst[start:])] {
+	if _, reserved := w.d.reserved.get(dst[start:]); top && reserved {
 		dst = slices.Insert(dst, start, '_')
 	}
 	return append(dst, 0)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -109,8 +110,8 @@ type Prefix func(dst []byte, idx int, t time.Time) []byte
 // concurrent use: Decode keeps its state on the stack.
 type Decoder struct {
 	opt      Options
-	reserved map[string]bool
-	types    map[string]Kind
+	reserved smallSet[bool]
+	types    smallSet[Kind]
 	include  *pathNode
 	exclude  *pathNode
 	maxBytes int
@@ -131,25 +132,61 @@ func NewDecoder(opts Options) (*Decoder, error) {
 	if d.maxBytes <= 0 {
 		d.maxBytes = 16 * 1024 * 1024
 	}
-	d.reserved = map[string]bool{opts.TimeKey: true}
+	d.reserved.put(opts.TimeKey, true)
 	if opts.KeepMetadata {
-		d.reserved["_meta"] = true
+		d.reserved.put("_meta", true)
 	}
 	for _, r := range opts.Reserved {
-		d.reserved[r] = true
+		d.reserved.put(r, true)
 	}
-	d.types = map[string]Kind{}
 	if opts.Line != nil {
 		for k, v := range opts.Line.Types() {
-			d.types[k] = v
+			d.types.put(k, v)
 		}
 	}
 	for k, v := range opts.Types {
-		d.types[k] = v
+		d.types.put(k, v)
 	}
 	d.include = buildPaths(opts.Include)
 	d.exclude = buildPaths(opts.Exclude)
 	return d, nil
+}
+
+// smallSet maps a few field names to values. Looked up for every field of
+// every record, it compares lengths first and bytes second, which beats
+// hashing for the handful of names it holds; past 16 names a map takes over.
+type smallSet[V any] struct {
+	names  []string
+	values []V
+	big    map[string]V
+}
+
+func (s *smallSet[V]) put(name string, v V) {
+	if i := slices.Index(s.names, name); i >= 0 {
+		s.values[i] = v
+	} else {
+		s.names, s.values = append(s.names, name), append(s.values, v)
+	}
+	if len(s.names) > 16 {
+		s.big = map[string]V{}
+		for i, n := range s.names {
+			s.big[n] = s.values[i]
+		}
+	}
+}
+
+func (s *smallSet[V]) get(key []byte) (V, bool) {
+	if s.big != nil {
+		v, ok := s.big[string(key)]
+		return v, ok
+	}
+	for i, n := range s.names {
+		if len(n) == len(key) && n == string(key) {
+			return s.values[i], true
+		}
+	}
+	var zero V
+	return zero, false
 }
 
 // pathNode is one level of a set of dotted field paths.
@@ -391,7 +428,7 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 			}
 			continue
 		}
-		if kind, ok := d.types[string(key)]; ok && kind != KindString {
+		if kind, ok := d.types.get(key); ok && kind != KindString {
 			vs := r.pos
 			v, err := r.next()
 			if err != nil {

@@ -43,7 +43,7 @@ func checkBatch(t *testing.T, d *Decoder, chunk []byte, b *Batch) {
 		if err := r.Doc.Validate(); err != nil {
 			t.Fatalf("record %d: invalid BSON: %v", r.Index, err)
 		}
-		if s := checkNames(r.Doc, d.reserved, true); s != "" {
+		if s := checkNames(r.Doc, &d.reserved, true); s != "" {
 			t.Fatalf("record %d: %s", r.Index, s)
 		}
 		if first, err := r.Doc.IndexErr(0); err != nil || first.Key() != d.opt.TimeKey {
