@@ -88,7 +88,7 @@ type Result struct {
 	Status  Status
 	Err     error
 	Records int // records in the chunk
-	Stored  int // records stored by this flush (not counting earlier attempts)
+	Stored  int // records stored by this flush (earlier attempts of the chunk not counted)
 	Parked  int // records parked in the dead-letter collection
 	Groups  int // bucket groups touched
 }
@@ -307,6 +307,7 @@ func (s *Sink) writeBuckets(ctx context.Context, id, tag string, b *parser.Batch
 	var wg sync.WaitGroup
 	errs := make([]error, len(groups))
 	progs := make([]*writer.Progress, len(groups))
+	stored := 0 // by earlier attempts of the chunk
 	for i, g := range groups {
 		key := g.Collection + "\x00" + g.ID
 		p := prog.groups[key]
@@ -315,6 +316,7 @@ func (s *Sink) writeBuckets(ctx context.Context, id, tag string, b *parser.Batch
 			prog.groups[key] = p
 		}
 		progs[i] = p
+		stored += p.Stored
 		if p.Done == len(g.Records) {
 			continue
 		}
@@ -328,6 +330,7 @@ func (s *Sink) writeBuckets(ctx context.Context, id, tag string, b *parser.Batch
 	}
 	wg.Wait()
 	prog.poison = prog.poison[:0]
+	res.Stored = -stored
 	for _, p := range progs {
 		res.Stored += p.Stored
 		prog.poison = append(prog.poison, p.Poison...)
