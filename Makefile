@@ -24,6 +24,7 @@ unit:
 	CGO_ENABLED=0 $(GO) build $(PURE)
 	$(GO) vet ./plugin
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run TestMemoryDoesNotGrowWithFlushes ./sink
 
 integration: build
 	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
@@ -33,7 +34,8 @@ integration: build
 fuzz-short:
 	@for t in $$($(GO) test ./parser -list 'Fuzz.*' | grep ^Fuzz); do \
 		echo "fuzz $$t for $(FUZZTIME)"; \
-		$(GO) test ./parser -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) >/dev/null || exit 1; \
+		out=$$($(GO) test ./parser -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "$$out" | tail -1; \
 	done
 
 fuzz:

@@ -128,6 +128,9 @@ func (w *writer) element(key []byte, top bool) int {
 // readKey reads a map key; a container used as a key is skipped whole and
 // named "key".
 func (w *writer) readKey(r *reader) ([]byte, error) {
+	if b, ok := r.shortString(); ok {
+		return b, nil
+	}
 	start := r.pos
 	k, err := r.next()
 	if err != nil {
@@ -145,6 +148,11 @@ func (w *writer) readKey(r *reader) ([]byte, error) {
 // value reads one msgpack value and appends it as BSON, setting the element
 // type at typeAt. inc and exc are the field filters below this value.
 func (w *writer) value(r *reader, typeAt int, inc, exc *pathNode, depth int) error {
+	if b, ok := r.shortString(); ok {
+		w.dst = appendString(w.dst, b)
+		w.dst[typeAt] = byte(bsoncore.TypeString)
+		return nil
+	}
 	start := r.pos
 	v, err := r.next()
 	if err != nil {

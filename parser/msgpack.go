@@ -189,6 +189,30 @@ func (r *reader) next() (value, error) {
 	return v, err
 }
 
+// shortString reads the next value when it is a string of up to 255 bytes
+// (fixstr or str8), the common case for keys and values, without the
+// general decoding of next. Otherwise it reads nothing.
+func (r *reader) shortString() ([]byte, bool) {
+	if r.pos >= len(r.buf) {
+		return nil, false
+	}
+	c, at := r.buf[r.pos], r.pos+1
+	var n int
+	switch {
+	case msgpcode.IsFixedString(c):
+		n = int(c & msgpcode.FixedStrMask)
+	case c == msgpcode.Str8 && at < len(r.buf):
+		n, at = int(r.buf[at]), at+1
+	default:
+		return nil, false
+	}
+	if n > len(r.buf)-at {
+		return nil, false // truncated: next reports it
+	}
+	r.pos = at + n
+	return r.buf[at:r.pos], true
+}
+
 // lenSize maps the three codes of a str/bin/ext family (8, 16, 32 bits) to
 // the byte size of their length field: 1, 2, 4. Array and map families start
 // at 16 bits, so their callers double the result.

@@ -162,19 +162,24 @@ func ChunkID(tag string, chunk []byte) string {
 func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.FlushTimeout)
 	defer cancel()
-	id := ChunkID(tag, chunk)
+	batch := s.batches.Get().(*parser.Batch)
+	defer s.batches.Put(batch)
+	var id string
+	if s.opt.Mode == ModeFlat {
+		// Flat documents' ids derive from the chunk id.
+		id = ChunkID(tag, chunk)
+		s.dec.Decode(chunk, s.flatPrefix(id, tag), batch)
+	} else {
+		// Bucket entries do not need the chunk id: hash while decoding.
+		ids := make(chan string, 1)
+		go func() { ids <- ChunkID(tag, chunk) }()
+		s.dec.Decode(chunk, nil, batch)
+		id = <-ids
+	}
+	res := Result{Records: len(batch.Records) + len(batch.Bad)}
 	prog := s.progressOf(id)
 	prog.mu.Lock()
 	defer prog.mu.Unlock()
-
-	batch := s.batches.Get().(*parser.Batch)
-	defer s.batches.Put(batch)
-	var prefix parser.Prefix
-	if s.opt.Mode == ModeFlat {
-		prefix = s.flatPrefix(id, tag)
-	}
-	s.dec.Decode(chunk, prefix, batch)
-	res := Result{Records: len(batch.Records) + len(batch.Bad)}
 
 	var err error
 	if s.opt.Mode == ModeFlat {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sink
+
+const raceEnabled = false
