@@ -665,17 +665,10 @@ func checkFieldPath(p string) string {
 
 // checkFieldName checks a top-level field name the plugin writes.
 func checkFieldName(s string) string {
-	switch {
-	case strings.Contains(s, "."):
-		return "must not contain '.'"
-	case strings.HasPrefix(s, "$"):
-		return "must not start with '$'"
-	case strings.ContainsRune(s, 0):
-		return "must not contain NUL"
-	case s == "_id":
+	if s == "_id" {
 		return "_id is the document id"
 	}
-	return ""
+	return checkReplacement(s)
 }
 
 // checkReplacement checks a replacement for '.' or a leading '$' in field names.

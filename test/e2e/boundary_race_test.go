@@ -7,7 +7,6 @@ package e2e
 //	go test -race ./e2e -run 'BoundaryRace|BoundaryExit'
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -21,26 +20,9 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/instance"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
 )
-
-// lockedBuffer is a log writer safe for concurrent use.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // dbEnv is a server and database without a host.
 func dbEnv(t *testing.T) *env {
@@ -50,7 +32,7 @@ func dbEnv(t *testing.T) *env {
 	return &env{t: t, srv: srv, dbName: name, db: srv.Client(t).Database(name)}
 }
 
-func newInstance(t *testing.T, e *env, log *lockedBuffer, kv ...string) *instance.Instance {
+func newInstance(t *testing.T, e *env, log *harness.Buffer, kv ...string) *instance.Instance {
 	t.Helper()
 	m := conf.Map{}
 	for k, v := range e.props(kv...) {
@@ -82,7 +64,7 @@ func TestBoundaryRaceInstance(t *testing.T) {
 	for _, mode := range []string{"bucket", "flat"} {
 		t.Run(mode, func(t *testing.T) {
 			e := dbEnv(t)
-			log := &lockedBuffer{}
+			log := &harness.Buffer{}
 			kv := []string{"mode", mode, "max_inflight", "2"}
 			if mode == "bucket" {
 				kv = append(kv, "count_by", "level")
@@ -130,7 +112,7 @@ func TestBoundaryRaceInstance(t *testing.T) {
 // Exit is retried.
 func TestBoundaryExitInFlight(t *testing.T) {
 	e := dbEnv(t)
-	log := &lockedBuffer{}
+	log := &harness.Buffer{}
 	in := newInstance(t, e, log, "max_inflight", "1")
 	data := readFixture(t, "chunk-app-json-5000.msgpack")
 	started := make(chan struct{})
@@ -183,7 +165,7 @@ func TestBoundaryExitNoLeak(t *testing.T) {
 		goleak.IgnoreCurrent(), // the test server and the test's own client
 		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"), // FerretDB's SQLite, never the plugin
 	}
-	log := &lockedBuffer{}
+	log := &harness.Buffer{}
 	in := newInstance(t, e, log, "stats", "cost", "count_by", "level")
 	if got := in.Flush("app.log", data); got != sink.Done {
 		t.Fatalf("flush: %v\n%s", got, log)

@@ -80,22 +80,23 @@ type Host struct {
 	done    chan struct{} // closed once the process has exited
 	waitErr error         // valid after done is closed
 	closed  bool
-	log     logBuffer
+	log     Buffer
 }
 
-// logBuffer collects stderr, which also receives the plugin's stdout.
-type logBuffer struct {
+// Buffer is a log writer safe for concurrent use. A Host collects the
+// plugin's stderr (which also receives its stdout) in one.
+type Buffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *Buffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *logBuffer) String() string {
+func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

@@ -61,9 +61,9 @@ func run(e2e bool) error {
 			return err
 		}
 		results := map[string]testing.BenchmarkResult{
-			"transcode":           testing.Benchmark(func(b *testing.B) { transcode(b, opt, w.tag, chunk) }),
+			"transcode":            testing.Benchmark(func(b *testing.B) { transcode(b, opt, w.tag, chunk) }),
 			"baseline-fluentbitgo": testing.Benchmark(func(b *testing.B) { baseline(b, chunk) }),
-			"floor":               testing.Benchmark(func(b *testing.B) { floor(b, chunk) }),
+			"floor":                testing.Benchmark(func(b *testing.B) { floor(b, chunk) }),
 		}
 		for _, path := range []string{"transcode", "baseline-fluentbitgo", "floor"} {
 			r := results[path]
