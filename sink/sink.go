@@ -273,13 +273,20 @@ func (s *Sink) partitions(recs []parser.Record) (colls []string, parts [][]parse
 	return colls, parts
 }
 
-// prepare runs Setup once per collection.
+// setupRetry is how long a collection whose Setup failed (without holding
+// up writes) waits before Setup is tried again.
+const setupRetry = 5 * time.Minute
+
+// prepare runs Setup once per collection. s.ready holds true for a prepared
+// collection, or the time of a failed attempt.
 func (s *Sink) prepare(ctx context.Context, coll string) error {
 	if s.opt.Setup == nil {
 		return nil
 	}
-	if _, ok := s.ready.Load(coll); ok {
-		return nil
+	if v, ok := s.ready.Load(coll); ok {
+		if failed, ok := v.(time.Time); !ok || time.Since(failed) < setupRetry {
+			return nil
+		}
 	}
 	err := s.opt.Setup(ctx, coll)
 	var required *SetupRequired
@@ -289,7 +296,8 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 	case errors.As(err, &required):
 		return err
 	default:
-		s.log.Warnf("preparing collection %s: %v (writing anyway; tried again at the next flush)", coll, err)
+		s.ready.Store(coll, time.Now())
+		s.log.Warnf("preparing collection %s: %v (writing anyway; tried again in %v)", coll, err, setupRetry)
 	}
 	return nil
 }

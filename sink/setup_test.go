@@ -1,0 +1,74 @@
+package sink
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+func setupSink(t *testing.T, setup func(context.Context, string) error) (*Sink, []byte) {
+	t.Helper()
+	chunk, err := os.ReadFile("../test/testdata/chunk-dummy-3.msgpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{
+		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
+		MaxInflight: 1, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
+		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
+		Setup:   setup,
+	}, nullStore{}, writer.DefaultRetry, quietLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, chunk
+}
+
+// A Setup failure that need not hold up writes (an index the server lacks)
+// is logged and the chunk written; Setup is not tried again at every flush.
+func TestSetupFailureDoesNotBlockWrites(t *testing.T) {
+	calls := 0
+	s, chunk := setupSink(t, func(context.Context, string) error {
+		calls++
+		return errors.New("TTL indexes are not implemented")
+	})
+	for i, tag := range []string{"a", "b"} {
+		if res := s.Flush(context.Background(), tag, chunk); res.Status != Done || res.Stored != 3 {
+			t.Fatalf("flush %d: %v, %d stored", i, res.Err, res.Stored)
+		}
+	}
+	if calls != 1 {
+		t.Errorf("Setup called %d times, want 1 (retried only after %v)", calls, setupRetry)
+	}
+}
+
+// A Setup failure that must hold up writes (a capped collection not yet
+// created) gives the chunk back, and Setup runs again on the retry.
+func TestSetupRequiredRetriesTheChunk(t *testing.T) {
+	fail := true
+	calls := 0
+	s, chunk := setupSink(t, func(context.Context, string) error {
+		calls++
+		if fail {
+			return &SetupRequired{Err: errors.New("cannot create capped collection")}
+		}
+		return nil
+	})
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Retry || res.Stored != 0 {
+		t.Fatalf("first flush: %v, %d stored, want a retry with nothing stored", res.Status, res.Stored)
+	}
+	fail = false
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Done || res.Stored != 3 {
+		t.Fatalf("retry: %v %v, %d stored", res.Status, res.Err, res.Stored)
+	}
+	if calls != 2 {
+		t.Errorf("Setup called %d times, want 2", calls)
+	}
+}
