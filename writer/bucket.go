@@ -248,8 +248,8 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 		class := Classify(err)
 		n, counted := p.n, false
 		if class == Duplicate {
-			if err := b.readInto(ctx, g, st, p.seq); err != nil {
-				class = Transient
+			if rerr := b.readInto(ctx, g, st, p.seq); rerr != nil {
+				class, err = Transient, rerr
 			} else if stored, ok := st.prior[p.op]; ok && b.cfg.Idempotent {
 				// The bucket holds this write: an earlier attempt (or an
 				// earlier run) stored it, perhaps with another length.
