@@ -182,10 +182,10 @@ func (b *Buckets) evict() {
 	}
 }
 
-// OpKey names a write by its chunk and the index of its first record. The
+// opKey names a write by its chunk and the index of its first record. The
 // guard on it in every bucket write means: no write of this chunk that
 // starts at this record is in the bucket, whatever its length.
-func OpKey(chunkID string, idx int) string {
+func opKey(chunkID string, idx int) string {
 	return chunkID + ":" + strconv.Itoa(idx)
 }
 
@@ -212,7 +212,7 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 	races, attempt := 0, 0
 	for prog.Done < len(recs) {
 		rest := recs[prog.Done:]
-		key := OpKey(chunkID, rest[0].Index)
+		key := opKey(chunkID, rest[0].Index)
 		if n, ok := st.prior[key]; ok && prog.doubt == nil {
 			prog.Done += min(n, len(rest))
 			continue

@@ -61,7 +61,7 @@ func DropOldPartitions(ctx context.Context, db *mongo.Database, base, layout str
 	}
 	var parts []string
 	for _, n := range names {
-		if IsPartition(n, base, layout) {
+		if isPartition(n, base, layout) {
 			parts = append(parts, n)
 		}
 	}
@@ -79,8 +79,8 @@ func DropOldPartitions(ctx context.Context, db *mongo.Database, base, layout str
 	return dropped, nil
 }
 
-// IsPartition reports whether name is a partition of base for layout.
-func IsPartition(name, base, layout string) bool {
+// isPartition reports whether name is a partition of base for layout.
+func isPartition(name, base, layout string) bool {
 	digits, ok := strings.CutPrefix(name, base+"_")
 	if !ok || len(digits) != len(layout) {
 		return false
