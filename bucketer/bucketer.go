@@ -93,7 +93,7 @@ func (c *Config) appendKey(dst []byte, tag string, doc bsoncore.Document) []byte
 	}
 	for _, p := range c.KeyPaths {
 		name := c.FieldName(p)
-		if v, err := doc.LookupErr(strings.Split(p, ".")...); err == nil {
+		if v, ok := lookup(doc, p); ok {
 			dst = bsoncore.AppendValueElement(dst, name, v)
 		} else {
 			dst = bsoncore.AppendNullElement(dst, name)
@@ -101,6 +101,24 @@ func (c *Config) appendKey(dst []byte, tag string, doc bsoncore.Document) []byte
 	}
 	dst = append(dst, 0)
 	return bsoncore.UpdateLength(dst, at, int32(len(dst))-at)
+}
+
+// lookup finds the value at a dotted path in doc, without allocating.
+func lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
+	for {
+		seg, rest, more := strings.Cut(path, ".")
+		v, err := doc.LookupErr(seg)
+		if err != nil {
+			return bsoncore.Value{}, false
+		}
+		if !more {
+			return v, true
+		}
+		if doc, more = v.DocumentOK(); !more {
+			return bsoncore.Value{}, false
+		}
+		path = rest
+	}
 }
 
 // FieldName turns a dotted path or a counted value into one safe field name.
@@ -186,8 +204,8 @@ func (c *Config) Summarize(recs []*parser.Record) Summary {
 }
 
 func addStat(st *Stat, doc bsoncore.Document, path string) {
-	v, err := doc.LookupErr(strings.Split(path, ".")...)
-	if err != nil {
+	v, ok := lookup(doc, path)
+	if !ok {
 		return
 	}
 	var f float64
@@ -219,8 +237,8 @@ func addStat(st *Stat, doc bsoncore.Document, path string) {
 // are, numbers and booleans as text, anything else (missing, null, maps) as
 // its type name.
 func valueName(doc bsoncore.Document, path string) string {
-	v, err := doc.LookupErr(strings.Split(path, ".")...)
-	if err != nil {
+	v, ok := lookup(doc, path)
+	if !ok {
 		return "null"
 	}
 	switch v.Type {
