@@ -148,9 +148,8 @@ func report(db *mongo.Database) error {
 		n, _ := b["count"].(int32)
 		entries += int(n)
 	}
-	fmt.Printf("\n%s.logs: %d buckets holding %d entries\n", database, len(buckets), entries)
 	if len(buckets) > 0 {
-		fmt.Println("first bucket without its entries:")
+		fmt.Println("\nthe first bucket, without its entries:")
 		out, _ := bson.MarshalExtJSONIndent(buckets[0], false, false, "", "  ")
 		fmt.Println(string(out))
 	}
@@ -158,6 +157,7 @@ func report(db *mongo.Database) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d records parked in %s.logs_dead\n", dead, database)
+	fmt.Printf("\n%d records parked in %s.logs_dead\n", dead, database)
+	fmt.Printf("%s.logs: %d buckets holding %d entries\n", database, len(buckets), entries)
 	return nil
 }
