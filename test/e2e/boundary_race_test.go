@@ -21,16 +21,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/instance"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
 )
-
-// dbEnv is a server and database without a host.
-func dbEnv(t *testing.T) *env {
-	t.Helper()
-	srv := mongotest.Start(t)
-	name := srv.Database(t)
-	return &env{t: t, srv: srv, dbName: name, db: srv.Client(t).Database(name)}
-}
 
 func newInstance(t *testing.T, e *env, log *harness.Buffer, kv ...string) *instance.Instance {
 	t.Helper()
@@ -63,7 +54,7 @@ func readFixture(t *testing.T, name string) []byte {
 func TestBoundaryRaceInstance(t *testing.T) {
 	for _, mode := range []string{"bucket", "flat"} {
 		t.Run(mode, func(t *testing.T) {
-			e := dbEnv(t)
+			e := newDBEnv(t)
 			log := &harness.Buffer{}
 			kv := []string{"mode", mode, "max_inflight", "2"}
 			if mode == "bucket" {
@@ -111,7 +102,7 @@ func TestBoundaryRaceInstance(t *testing.T) {
 // result is done (or retry past its deadline), never lost; a flush after
 // Exit is retried.
 func TestBoundaryExitInFlight(t *testing.T) {
-	e := dbEnv(t)
+	e := newDBEnv(t)
 	log := &harness.Buffer{}
 	in := newInstance(t, e, log, "max_inflight", "1")
 	data := readFixture(t, "chunk-app-json-5000.msgpack")
@@ -153,7 +144,7 @@ func TestBoundaryExitInFlight(t *testing.T) {
 // Exit stops every goroutine the instance started: the start-up ping, the
 // flush workers and the driver's monitors and pools.
 func TestBoundaryExitNoLeak(t *testing.T) {
-	e := dbEnv(t)
+	e := newDBEnv(t)
 	data := readFixture(t, "chunk-app-json-5000.msgpack")
 	// The in-process FerretDB opens a SQLite database (with a
 	// database/sql opener goroutine) the first time a database is used:

@@ -13,16 +13,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
 )
-
-// newDBEnv is a server and database without a plugin host.
-func newDBEnv(t *testing.T) *env {
-	t.Helper()
-	srv := mongotest.Start(t)
-	name := srv.Database(t)
-	return &env{t: t, srv: srv, dbName: name, db: srv.Client(t).Database(name)}
-}
 
 // appSlice is the first n records of the app fixture as a chunk, with the
 // entries they must become.

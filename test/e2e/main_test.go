@@ -71,11 +71,17 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv := mongotest.Start(t)
-	name := srv.Database(t)
-	e := &env{t: t, srv: srv, dbName: name, db: srv.Client(t).Database(name)}
+	e := newDBEnv(t)
 	e.host = startHost(t)
 	return e
+}
+
+// newDBEnv is a server and database without a plugin host.
+func newDBEnv(t *testing.T) *env {
+	t.Helper()
+	srv := mongotest.Start(t)
+	name := srv.Database(t)
+	return &env{t: t, srv: srv, dbName: name, db: srv.Client(t).Database(name)}
 }
 
 func startHost(t *testing.T) *harness.Host {
