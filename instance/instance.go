@@ -9,7 +9,6 @@ import (
 	"io"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -46,9 +45,11 @@ type Instance struct {
 	gate     sync.RWMutex // orders inflight.Add before Exit's inflight.Wait
 	closing  bool         // under gate
 	exitOnce sync.Once
-	// newCollection is set when a collection was prepared for its first
-	// write; partition_keep is applied after that flush.
-	newCollection atomic.Bool
+	// retention orders partition drops after the flushes in flight, so a
+	// flush never writes into a partition being dropped; kept is the start
+	// of the kept range partition_keep last applied (under retention).
+	retention sync.RWMutex
+	kept      time.Time
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -90,7 +91,7 @@ func newInstance(g conf.Getter, defaultName string, logOut io.Writer, wrap func(
 		return nil, fmt.Errorf("uri: invalid value %q: %v", cfg.Redacted(), err)
 	}
 	db := client.Database(cfg.Database)
-	var store writer.Store = writer.MongoStore{DB: db}
+	var store writer.Store = writer.MongoStore{DB: db, Majority: cfg.WriteConcern.Majority}
 	if wrap != nil {
 		store = wrap(store)
 	}
@@ -148,18 +149,19 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		return sink.Options{}, fmt.Errorf("types: invalid value %q: %v", cfg.Types, err)
 	}
 	return sink.Options{
-		Mode:         sink.Mode(cfg.Mode),
-		Collection:   cfg.Collection,
-		DeadLetter:   cfg.DeadLetterCollection,
-		Partition:    partitionLayout(cfg.Partition),
-		TagKey:       cfg.TagKey,
-		Idempotent:   cfg.Idempotent,
-		MaxInflight:  cfg.MaxInflight,
-		FlushTimeout: cfg.FlushTimeout,
-		TTL:          cfg.TTL,
-		TTLJitter:    cfg.TTLJitter,
-		MaxRecords:   cfg.BucketMaxRecords,
-		MaxBytes:     int(cfg.BucketMaxBytes),
+		Mode:          sink.Mode(cfg.Mode),
+		Collection:    cfg.Collection,
+		DeadLetter:    cfg.DeadLetterCollection,
+		Partition:     partitionLayout(cfg.Partition),
+		PartitionKeep: cfg.PartitionKeep,
+		TagKey:        cfg.TagKey,
+		Idempotent:    cfg.Idempotent,
+		MaxInflight:   cfg.MaxInflight,
+		FlushTimeout:  cfg.FlushTimeout,
+		TTL:           cfg.TTL,
+		TTLJitter:     cfg.TTLJitter,
+		MaxRecords:    cfg.BucketMaxRecords,
+		MaxBytes:      int(cfg.BucketMaxBytes),
 		Decoder: parser.Options{
 			TimeKey:       cfg.TimeKey,
 			ReplaceDot:    cfg.KeyReplaceDot,
@@ -202,7 +204,9 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 			status = sink.Retry
 		}
 	}()
+	in.retention.RLock()
 	res := in.sink.Flush(in.ctx, tag, data)
+	in.retention.RUnlock()
 	in.dropOldPartitions()
 	in.report()
 	return res.Status
@@ -235,27 +239,42 @@ func (in *Instance) setup(ctx context.Context, coll string) error {
 			return &sink.SetupRequired{Err: fmt.Errorf("creating capped collection %s: %w", coll, err)}
 		}
 	}
-	in.newCollection.Store(true)
 	return writer.EnsureIndexes(ctx, db, coll, l)
 }
 
-// dropOldPartitions applies partition_keep. It runs after a flush that
-// wrote to a collection for the first time, so about once per partition
-// period and process.
+// dropOldPartitions applies partition_keep: it drops the partitions whose
+// period lies wholly before the kept range, counted back from now (never
+// from the newest partition: a record from the future moves nothing). It
+// runs once per period and process, after the flushes in flight.
 func (in *Instance) dropOldPartitions() {
-	if in.cfg.PartitionKeep == 0 || !in.newCollection.Swap(false) {
+	p, now := in.partitions(), time.Now()
+	oldest := p.Oldest(now)
+	in.retention.RLock()
+	done := !oldest.After(in.kept)
+	in.retention.RUnlock()
+	if p.Keep == 0 || done {
+		return
+	}
+	in.retention.Lock()
+	defer in.retention.Unlock()
+	if !oldest.After(in.kept) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
 	defer cancel()
-	db := in.client.Database(in.cfg.Database)
-	dropped, err := writer.DropOldPartitions(ctx, db, in.cfg.Collection, partitionLayout(in.cfg.Partition), in.cfg.PartitionKeep)
+	dropped, err := writer.DropOldPartitions(ctx, in.client.Database(in.cfg.Database), p, now)
 	for _, d := range dropped {
-		in.log.Infof("dropped partition %s (partition_keep %d)", d, in.cfg.PartitionKeep)
+		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Name(oldest))
 	}
 	if err != nil {
 		in.log.Warnf("applying partition_keep: %v", err)
+		return
 	}
+	in.kept = oldest
+}
+
+func (in *Instance) partitions() writer.Partitions {
+	return writer.Partitions{Base: in.cfg.Collection, Layout: partitionLayout(in.cfg.Partition), Keep: in.cfg.PartitionKeep}
 }
 
 func partitionLayout(p conf.Partition) string {
@@ -263,7 +282,7 @@ func partitionLayout(p conf.Partition) string {
 	case conf.PartitionDay:
 		return "20060102"
 	case conf.PartitionMonth:
-		return "200601"
+		return writer.MonthLayout
 	}
 	return ""
 }

@@ -76,7 +76,9 @@ func (f *fakeStore) Upsert(ctx context.Context, coll string, filter, update bson
 	return true, nil
 }
 
-func (f *fakeStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {
+func (f *fakeStore) Ping(ctx context.Context) error { return f.run(ctx) }
+
+func (f *fakeStore) Find(ctx context.Context, coll string, filter bson.Raw, _ writer.Query) ([]bson.Raw, error) {
 	return nil, f.run(ctx)
 }
 

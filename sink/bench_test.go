@@ -17,10 +17,11 @@ import (
 type nullStore struct{}
 
 func (nullStore) Upsert(context.Context, string, bson.Raw, bson.Raw) (bool, error) { return true, nil }
-func (nullStore) Find(context.Context, string, bson.Raw, bson.Raw) ([]bson.Raw, error) {
+func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
 	return nil, nil
 }
 func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
+func (nullStore) Ping(context.Context) error                           { return nil }
 
 type quietLog struct{}
 

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,6 +51,12 @@ type Options struct {
 	// (Collection + "_" + the record's UTC time in this layout, e.g.
 	// "20060102"); empty means one collection.
 	Partition string
+	// PartitionKeep, with Partition, is how many periods are kept, counted
+	// back from the current one; older records are parked, not written
+	// into a partition that is about to be dropped. 0 keeps all.
+	PartitionKeep int
+	// Now is the clock partition retention reads; nil means time.Now.
+	Now func() time.Time
 	// Setup prepares a collection (indexes, capping) before its first
 	// write; nil means nothing to do. An error is logged and the write goes
 	// on, unless it is a *SetupRequired error: then the chunk is retried.
@@ -93,8 +101,9 @@ type Result struct {
 	Groups  int // bucket groups touched
 }
 
-// maxProgress bounds how many retried chunks' progress is remembered.
-const maxProgress = 256
+// maxRemembered bounds how many unfinished chunks' unstorable records are
+// remembered, so that a retried chunk does not isolate them again.
+const maxRemembered = 256
 
 // Sink writes chunks. It is safe for concurrent use.
 type Sink struct {
@@ -105,26 +114,19 @@ type Sink struct {
 	retry   writer.Retry
 	log     Logger
 
-	mu       sync.Mutex
-	progress map[string]*chunkProgress
-	order    []string
-	batches  sync.Pool
-	totals   Totals
-	ready    sync.Map // collections Setup has prepared
+	mu sync.Mutex
+	// unfinished holds what the last flush of a chunk that did not finish
+	// learnt. It only saves work: what is not remembered is found again.
+	unfinished map[string]*memo
+	order      []string
+	batches    sync.Pool
+	totals     Totals
+	ready      sync.Map // collections Setup has prepared
 }
 
 // Totals are counters since start.
 type Totals struct {
 	Chunks, Records, Stored, Parked, Retries, ParseFailures int64
-}
-
-// chunkProgress is what earlier attempts of one chunk achieved.
-type chunkProgress struct {
-	mu       sync.Mutex                  // one flush of the chunk at a time
-	groups   map[string]*writer.Progress // by collection and group id
-	flatDone map[string]bool             // by collection
-	deadDone bool
-	poison   []writer.Parked
 }
 
 // New builds a sink. It does no I/O.
@@ -135,11 +137,14 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	if opt.Mode == ModeBucket && opt.Decoder.MaxRecordBytes == 0 {
 		opt.Decoder.MaxRecordBytes = opt.MaxBytes
 	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	dec, err := parser.NewDecoder(opt.Decoder)
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log, progress: map[string]*chunkProgress{}}
+	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log, unfinished: map[string]*memo{}}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
@@ -177,28 +182,60 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		id = <-ids
 	}
 	res := Result{Records: len(batch.Records) + len(batch.Bad)}
-	prog := s.progressOf(id)
-	prog.mu.Lock()
-	defer prog.mu.Unlock()
-
+	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}}
 	var err error
 	if s.opt.Mode == ModeFlat {
-		err = s.writeFlat(ctx, batch, prog, &res)
+		err = s.writeFlat(ctx, f, &res)
 	} else {
-		err = s.writeBuckets(ctx, id, tag, batch, prog, &res)
+		err = s.writeBuckets(ctx, f, &res)
 	}
 	if err == nil {
-		err = s.park(ctx, id, tag, batch, prog, &res)
+		err = s.park(ctx, f, &res)
 	}
 	s.account(batch, &res, err)
 	if err != nil {
+		s.remember(id, &memo{parked: f.parked, limits: f.limits})
 		res.Status, res.Err = Retry, err
 		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", id, tag, res.Records, err)
 		return res
 	}
-	s.forget(id)
+	s.remember(id, nil)
 	s.log.Debugf("chunk %s (tag %q): %d records, %d stored, %d parked, %d groups", id, tag, res.Records, res.Stored, res.Parked, res.Groups)
 	return res
+}
+
+// flush is one attempt at one chunk.
+type flush struct {
+	id, tag string
+	batch   *parser.Batch
+	prev    *memo
+	parked  []writer.Parked
+	limits  map[string]int // see memo
+}
+
+// memo is what an unfinished flush of a chunk learnt: the records it found
+// unstorable, and where the search for them stood (the write size it had
+// come down to, by collection and group id).
+type memo struct {
+	parked []writer.Parked
+	limits map[string]int
+	known  map[int]string // parked by record index
+}
+
+// pending returns the records of recs to write, parking those an earlier
+// attempt found unstorable.
+func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Record {
+	var out []*parser.Record
+	for _, r := range recs {
+		switch {
+		case stored[r.Index]:
+		case f.prev.known[r.Index] != "":
+			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: f.prev.known[r.Index]})
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func (s *Sink) account(b *parser.Batch, res *Result, err error) {
@@ -224,51 +261,67 @@ func (s *Sink) Totals() Totals {
 	return s.totals
 }
 
-func (s *Sink) progressOf(id string) *chunkProgress {
+// remembered returns what an unfinished flush of chunk id learnt.
+func (s *Sink) remembered(id string) *memo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.progress[id]; p != nil {
-		return p
+	if m := s.unfinished[id]; m != nil {
+		return m
 	}
-	if len(s.order) >= maxProgress {
-		delete(s.progress, s.order[0])
+	return &memo{}
+}
+
+// remember keeps m for chunk id; nil forgets the chunk.
+func (s *Sink) remember(id string, m *memo) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.unfinished[id]; ok {
+		delete(s.unfinished, id)
+		s.order = slices.DeleteFunc(s.order, func(o string) bool { return o == id })
+	}
+	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0) {
+		return
+	}
+	if len(s.order) >= maxRemembered {
+		delete(s.unfinished, s.order[0])
 		s.order = s.order[1:]
 	}
-	p := &chunkProgress{groups: map[string]*writer.Progress{}, flatDone: map[string]bool{}}
-	s.progress[id] = p
-	s.order = append(s.order, id)
-	return p
-}
-
-func (s *Sink) forget(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.progress, id)
-	for i, o := range s.order {
-		if o == id {
-			s.order = append(s.order[:i], s.order[i+1:]...)
-			break
-		}
+	m.known = map[int]string{}
+	for _, p := range m.parked {
+		m.known[p.Index] = p.Reason
 	}
+	s.unfinished[id] = m
+	s.order = append(s.order, id)
 }
 
-// partitions splits records by the collection they go to, in order of
-// first appearance.
-func (s *Sink) partitions(recs []parser.Record) (colls []string, parts [][]parser.Record) {
+// route splits records by the collection they go to, in order of first
+// appearance. With partition_keep, records older than the kept range (at
+// the time of the flush) are parked instead: their partition is dropped,
+// or about to be.
+func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
+	recs := f.batch.Records
 	if s.opt.Partition == "" {
 		return []string{s.opt.Collection}, [][]parser.Record{recs}
 	}
+	p := writer.Partitions{Base: s.opt.Collection, Layout: s.opt.Partition, Keep: s.opt.PartitionKeep}
+	oldest := p.Oldest(s.opt.Now())
 	at := map[string]int{}
-	for _, r := range recs {
-		c := s.opt.Collection + "_" + r.Time.UTC().Format(s.opt.Partition)
-		i, ok := at[c]
+	for i := range recs {
+		r := &recs[i]
+		if r.Time.Before(oldest) {
+			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: fmt.Sprintf(
+				"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Name(oldest))})
+			continue
+		}
+		c := p.Name(r.Time)
+		j, ok := at[c]
 		if !ok {
-			i = len(colls)
-			at[c] = i
+			j = len(colls)
+			at[c] = j
 			colls = append(colls, c)
 			parts = append(parts, nil)
 		}
-		parts[i] = append(parts[i], r)
+		parts[j] = append(parts[j], *r)
 	}
 	return colls, parts
 }
@@ -302,51 +355,53 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 	return nil
 }
 
-// writeBuckets writes the chunk's groups, up to MaxInflight at once.
-func (s *Sink) writeBuckets(ctx context.Context, id, tag string, b *parser.Batch, prog *chunkProgress, res *Result) error {
+// writeBuckets writes the chunk's groups, up to MaxInflight at once, after
+// one read for what earlier attempts of the chunk stored.
+func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var groups []*bucketer.Group
-	colls, parts := s.partitions(b.Records)
+	colls, parts := s.route(f)
 	for i, coll := range colls {
 		if err := s.prepare(ctx, coll); err != nil {
 			return err
 		}
-		for _, g := range s.opt.Grouper.Group(tag, parts[i]) {
+		for _, g := range s.opt.Grouper.Group(f.tag, parts[i]) {
 			g.Collection = coll
 			groups = append(groups, g)
 		}
 	}
 	res.Groups = len(groups)
+	stored, err := s.buckets.Stored(ctx, f.id, groups)
+	if err != nil {
+		return err
+	}
 	sem := make(chan struct{}, max(s.opt.MaxInflight, 1))
 	var wg sync.WaitGroup
 	errs := make([]error, len(groups))
-	progs := make([]*writer.Progress, len(groups))
-	stored := 0 // by earlier attempts of the chunk
+	outs := make([]writer.Outcome, len(groups))
 	for i, g := range groups {
-		key := g.Collection + "\x00" + g.ID
-		p := prog.groups[key]
-		if p == nil {
-			p = &writer.Progress{}
-			prog.groups[key] = p
-		}
-		progs[i] = p
-		stored += p.Stored
-		if p.Done == len(g.Records) {
+		todo := f.pending(g.Records, stored)
+		if len(todo) == 0 {
 			continue
 		}
+		limit := f.prev.limits[g.Collection+"\x00"+g.ID]
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[i] = guard(func() error { return s.buckets.Write(ctx, id, g, p) })
+			errs[i] = guard(func() (err error) {
+				outs[i], err = s.buckets.Write(ctx, f.id, g, todo, limit)
+				return err
+			})
 		}()
 	}
 	wg.Wait()
-	prog.poison = prog.poison[:0]
-	res.Stored = -stored
-	for _, p := range progs {
-		res.Stored += p.Stored
-		prog.poison = append(prog.poison, p.Poison...)
+	for i, o := range outs {
+		res.Stored += o.Stored
+		f.parked = append(f.parked, o.Poison...)
+		if o.Limit > 0 {
+			f.limits[groups[i].Collection+"\x00"+groups[i].ID] = o.Limit
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -391,28 +446,30 @@ func splitmix(x uint64) uint64 {
 }
 
 // writeFlat inserts one document per record.
-func (s *Sink) writeFlat(ctx context.Context, b *parser.Batch, prog *chunkProgress, res *Result) error {
-	colls, parts := s.partitions(b.Records)
+func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
+	colls, parts := s.route(f)
 	for i, coll := range colls {
-		recs := parts[i]
-		if prog.flatDone[coll] {
-			continue
-		}
 		if err := s.prepare(ctx, coll); err != nil {
 			return err
 		}
-		docs := make([]writer.Doc, len(recs))
-		for j := range recs {
-			d := recs[j].Doc
-			docs[j] = writer.Doc{ID: d.Lookup("_id"), Raw: bson.Raw(d)}
+		all := make([]*parser.Record, len(parts[i]))
+		for j := range parts[i] {
+			all[j] = &parts[i][j]
 		}
-		refused, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry)
+		recs := f.pending(all, nil)
+		docs := make([]writer.Doc, len(recs))
+		for j, r := range recs {
+			docs[j] = writer.Doc{ID: r.Doc.Lookup("_id"), Raw: bson.Raw(r.Doc)}
+		}
+		refused, limit, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll])
+		if limit > 0 {
+			f.limits[coll] = limit
+		}
+		for _, r := range refused {
+			f.parked = append(f.parked, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
+		}
 		if err != nil {
 			return err
-		}
-		prog.flatDone[coll] = true
-		for _, r := range refused {
-			prog.poison = append(prog.poison, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
 		}
 		res.Stored += len(docs) - len(refused)
 	}
@@ -423,78 +480,105 @@ func (s *Sink) writeFlat(ctx context.Context, b *parser.Batch, prog *chunkProgre
 // dead-letter document stays far below MongoDB's 16 MiB limit.
 const maxParkedRaw = 1 << 20
 
-// park stores the records that cannot be stored normally in the dead-letter
-// collection, each with its reason.
-func (s *Sink) park(ctx context.Context, id, tag string, b *parser.Batch, prog *chunkProgress, res *Result) error {
-	n := len(b.Bad) + len(prog.poison)
-	if b.Corrupt != nil {
-		n++
-	}
-	if n == 0 || prog.deadDone {
-		res.Parked = n
-		return nil
-	}
-	now := time.Now().UTC()
-	docs := make([]writer.Doc, 0, n)
-	add := func(key string, t time.Time, reason, format string, raw []byte) {
-		docID := id + ":" + key
-		d := bsoncore.NewDocumentBuilder().
-			AppendString("_id", docID).
-			AppendString(s.opt.TagKey, tag).
-			AppendString("reason", reason).
-			AppendString("chunk", id).
-			AppendDateTime("parkedAt", now.UnixMilli())
-		if !t.IsZero() {
-			d.AppendDateTime(s.opt.Decoder.TimeKey, t.UnixMilli())
-		}
-		d.AppendString("format", format).AppendInt64("size", int64(len(raw)))
-		if len(raw) > maxParkedRaw {
-			raw = raw[:maxParkedRaw]
-			d.AppendBoolean("truncated", true)
-		}
-		d.AppendBinary("raw", 0, raw)
-		docs = append(docs, writer.Doc{ID: bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, docID)}, Raw: bson.Raw(d.Build())})
-	}
+// reducedRaw is the raw bytes kept of a record whose whole dead-letter
+// document the server refused.
+const reducedRaw = 1 << 10
+
+// letter is one record to park.
+type letter struct {
+	key, reason, format string
+	t                   time.Time
+	raw                 []byte
+}
+
+// park stores the records that cannot be stored normally in the
+// dead-letter collection, each with its reason. A dead-letter document the
+// server refuses is stored reduced (reason, sizes, the first bytes); if
+// even that is refused, the chunk is retried: nothing is dropped.
+func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
+	b := f.batch
+	var letters []letter
 	for _, bad := range b.Bad {
-		add(fmt.Sprint(bad.Index), bad.Time, bad.Reason, "msgpack", bad.Raw)
+		letters = append(letters, letter{fmt.Sprint(bad.Index), bad.Reason, "msgpack", bad.Time, bad.Raw})
 	}
-	if len(prog.poison) > 0 {
+	if len(f.parked) > 0 {
 		byIndex := make(map[int]*parser.Record, len(b.Records))
 		for i := range b.Records {
 			byIndex[b.Records[i].Index] = &b.Records[i]
 		}
-		for _, p := range prog.poison {
+		for _, p := range f.parked {
 			if r := byIndex[p.Index]; r != nil {
-				add(fmt.Sprint(p.Index), r.Time, p.Reason, "bson", r.Doc)
+				letters = append(letters, letter{fmt.Sprint(p.Index), p.Reason, "bson", r.Time, r.Doc})
 			}
 		}
 	}
 	if c := b.Corrupt; c != nil {
-		add(fmt.Sprintf("corrupt@%d", c.Offset), time.Time{}, c.Error(), "msgpack", b.Rest)
+		letters = append(letters, letter{fmt.Sprintf("corrupt@%d", c.Offset), c.Error(), "msgpack", time.Time{}, b.Rest})
 	}
-	refused, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry)
+	res.Parked = len(letters)
+	if len(letters) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	docs := make([]writer.Doc, len(letters))
+	for i, l := range letters {
+		docs[i] = s.deadLetter(f, l, now, maxParkedRaw, "")
+	}
+	refused, _, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry, 0)
 	if err != nil {
-		return fmt.Errorf("parking %d records: %w", n, err)
+		return fmt.Errorf("parking %d records: %w", len(letters), err)
 	}
 	if len(refused) > 0 {
-		// The dead-letter collection itself refuses them: nothing is left
-		// to try, and retrying would block the pipeline for ever.
-		s.log.Errorf("dead-letter collection %s refused %d records, dropped: %s", s.opt.DeadLetter, len(refused), refused[0].Reason)
+		reduced := make([]writer.Doc, len(refused))
+		for i, r := range refused {
+			reduced[i] = s.deadLetter(f, letters[r.Index], now, reducedRaw, r.Reason)
+		}
+		again, _, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, reduced, s.retry, 0)
+		if err != nil {
+			return fmt.Errorf("parking %d reduced records: %w", len(reduced), err)
+		}
+		if len(again) > 0 {
+			return fmt.Errorf("dead-letter collection %s refuses even a reduced record: %s", s.opt.DeadLetter, again[0].Reason)
+		}
+		s.log.Warnf("dead-letter collection %s refused %d records whole (first: %s); stored them reduced to their reason, sizes and first %d bytes",
+			s.opt.DeadLetter, len(refused), refused[0].Reason, reducedRaw)
 	}
-	prog.deadDone = true
-	res.Parked = n
-	s.log.Warnf("chunk %s (tag %q): %d records parked in %s (first reason: %s)", id, tag, n, s.opt.DeadLetter, firstReason(b, prog))
+	s.log.Warnf("chunk %s (tag %q): %d records parked in %s (first reason: %s)", f.id, f.tag, len(letters), s.opt.DeadLetter, letters[0].reason)
 	return nil
 }
 
-func firstReason(b *parser.Batch, prog *chunkProgress) string {
-	switch {
-	case len(b.Bad) > 0:
-		return b.Bad[0].Reason
-	case len(prog.poison) > 0:
-		return prog.poison[0].Reason
-	case b.Corrupt != nil:
-		return b.Corrupt.Error()
+// deadLetter is the dead-letter document of l, keeping at most limit raw
+// bytes. refused, when set, is why the server refused the whole document;
+// the reduced document then has only valid UTF-8 strings of bounded size.
+func (s *Sink) deadLetter(f *flush, l letter, now time.Time, limit int, refused string) writer.Doc {
+	text := func(v string) string { return v }
+	if refused != "" {
+		text = func(v string) string {
+			if len(v) > reducedRaw {
+				v = v[:reducedRaw]
+			}
+			return strings.ToValidUTF8(v, "\uFFFD")
+		}
 	}
-	return ""
+	docID := f.id + ":" + l.key
+	d := bsoncore.NewDocumentBuilder().
+		AppendString("_id", docID).
+		AppendString(s.opt.TagKey, text(f.tag)).
+		AppendString("reason", text(l.reason)).
+		AppendString("chunk", f.id).
+		AppendDateTime("parkedAt", now.UnixMilli())
+	if !l.t.IsZero() {
+		d.AppendDateTime(s.opt.Decoder.TimeKey, l.t.UnixMilli())
+	}
+	d.AppendString("format", l.format).AppendInt64("size", int64(len(l.raw)))
+	raw := l.raw
+	if len(raw) > limit {
+		raw = raw[:limit]
+		d.AppendBoolean("truncated", true)
+	}
+	if refused != "" {
+		d.AppendString("refused", text(refused))
+	}
+	d.AppendBinary("raw", 0, raw)
+	return writer.Doc{ID: bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, docID)}, Raw: bson.Raw(d.Build())}
 }

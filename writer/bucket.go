@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
@@ -27,8 +29,8 @@ type BucketConfig struct {
 	Collection string // used for groups that do not name their own
 	MaxRecords int
 	MaxBytes   int
-	// Idempotent records an operation id per write in the bucket's ops
-	// array and guards on it, so a resent chunk adds nothing twice.
+	// Idempotent records every write in the bucket's ops array, so that a
+	// chunk sent again finds what earlier attempts stored (see Stored).
 	Idempotent bool
 	// TTL, when set, gives each bucket an expireAt of its newest entry's
 	// time + TTL + a jitter in [0, TTLJitter) fixed per bucket.
@@ -38,6 +40,13 @@ type BucketConfig struct {
 // Buckets writes groups of records into bucket documents with atomic
 // upserts. It is safe for concurrent use; writes to one group are
 // serialised, writes to different groups run in parallel.
+//
+// Every write names the bucket and the number of entries the writer
+// believes it holds ({_id, count}): it applies only to a bucket in exactly
+// that state, so it can be repeated after an unknown outcome without being
+// applied twice, and two writers never overfill a bucket. A write that
+// misses collides with the existing _id (DuplicateKey); the writer then
+// reads the bucket and plans again.
 type Buckets struct {
 	store   Store
 	cfg     BucketConfig
@@ -49,78 +58,20 @@ type Buckets struct {
 	tick   uint64
 }
 
-// groupState is what this process knows of one group's buckets.
+// groupState is where this process last saw a group's open bucket. It is a
+// hint that saves reads, never a reason to skip a write: a wrong hint makes
+// the next write miss, and the writer reads.
 type groupState struct {
 	lock  chan struct{} // held while a write to the group is in flight
 	used  uint64        // for eviction: the tick of the last use
 	seq   int           // the bucket being filled
-	count int           // its entries, as far as known
-	bytes int           // its bytes counter, as far as known
-	// created: this process created bucket seq, so every write in it is
-	// one this process made; read: its ops were read. A bucket that is
-	// neither is read before the writer moves past it.
-	created, read bool
-	// prior maps an operation key ("chunk:index") to the number of records
-	// that write stored, for writes known to be in the group's buckets: read
-	// from the ops of buckets this process read (writes of an earlier run of
-	// the agent, before a restart) and this process's own recent writes. A
-	// chunk sent again skips them.
-	prior map[string]int
-	// recent lists the keys this process added to prior itself, oldest
-	// first, so that they stay bounded (see remember).
-	recent []string
+	count int           // its entries
+	bytes int           // its bytes counter
+	known bool          // seq, count and bytes come from a read or a write
 }
 
-// maxRecent bounds the writes of this process a group remembers in prior.
-const maxRecent = 128
-
-// remember records that this process stored the write of n records
-// starting at key, so that the same chunk sent again (Fluent Bit resends a
-// chunk whose acknowledgement it lost) is recognised.
-func (st *groupState) remember(key string, n int) {
-	if st.prior == nil {
-		st.prior = map[string]int{}
-	}
-	if _, ok := st.prior[key]; !ok {
-		st.recent = append(st.recent, key)
-		if len(st.recent) > maxRecent {
-			delete(st.prior, st.recent[0])
-			st.recent = st.recent[1:]
-		}
-	}
-	st.prior[key] = n
-}
-
-// learn records what a read of bucket seq showed: the writes it holds and,
-// for the bucket being filled, its fill.
-func (st *groupState) learn(info *bucketInfo) {
-	for i, op := range info.ops {
-		if i < len(info.opn) {
-			if st.prior == nil {
-				st.prior = map[string]int{}
-			}
-			st.prior[op] = info.opn[i]
-		}
-	}
-	if info.seq == st.seq {
-		st.count, st.bytes, st.read = info.count, info.bytes, true
-	}
-}
-
-// next moves on to the next bucket of the group.
-func (st *groupState) next() {
-	st.seq, st.count, st.bytes, st.created, st.read = st.seq+1, 0, 0, false, false
-}
-
-// Progress is what one chunk has achieved in one group. The caller keeps it
-// across retries of the chunk.
-type Progress struct {
-	Done   int // records of the group handled, a prefix of its records
-	Stored int // of them, stored by this process
-	Poison []Parked
-	doubt  *part // a write whose outcome is unknown, to be repeated as is
-	single int   // records to write one at a time, after a poison error
-}
+// next moves on to the next bucket of the group, presumed empty.
+func (st *groupState) next() { st.seq, st.count, st.bytes = st.seq+1, 0, 0 }
 
 // Parked is a record that cannot be stored, with the reason. Index is the
 // record's index in its chunk.
@@ -129,12 +80,19 @@ type Parked struct {
 	Reason string
 }
 
-// part is one write: n records into bucket seq, with operation key op
-// ("chunk:index" of its first record).
+// Outcome is what writing one group achieved, also when it ends in an
+// error: the records stored and those found unstorable. Limit, when the
+// search for unstorable content was under way, is the write size it had
+// come down to: the next attempt of the chunk goes on from there.
+type Outcome struct {
+	Stored int
+	Poison []Parked
+	Limit  int
+}
+
+// part is one write: n records into bucket seq, which holds count entries.
 type part struct {
-	seq int
-	n   int
-	op  string
+	seq, count, n int
 }
 
 // NewBuckets returns a bucket writer.
@@ -182,119 +140,322 @@ func (b *Buckets) evict() {
 	}
 }
 
-// opKey names a write by its chunk and the index of its first record. The
-// guard on it in every bucket write means: no write of this chunk that
-// starts at this record is in the bucket, whatever its length.
-func opKey(chunkID string, idx int) string {
-	return chunkID + ":" + strconv.Itoa(idx)
-}
-
-// Write stores the records of g that prog has not handled yet. It returns
-// nil when every record is stored or parked in prog.Poison, and an error
-// (with prog updated) when the flush must be retried.
-//
-// A group this process has not written yet starts at bucket 0 and walks up:
-// an upsert into a bucket that is full, or that already holds this write,
-// collides with its _id (DuplicateKey), and the writer reads the bucket. The
-// buckets it passes are read or were created by itself, so any write of an
-// earlier run of the agent is found before it could be stored twice. The
-// common case, a new window, costs one round trip per bucket.
-func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, prog *Progress) error {
-	coll := b.collection(g)
-	st, err := b.acquire(ctx, coll+"\x00"+g.ID)
-	if err != nil {
-		return err
+// Stored finds what earlier attempts of the chunk stored in the buckets of
+// groups, wherever in the groups' buckets it is: one read per collection,
+// narrowed by the lookup index ({key, start}) to the groups' buckets that
+// hold an op element with the chunk's tag. It returns the indexes (in the
+// chunk) of the records found; nil without Idempotent.
+func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, error) {
+	if !b.cfg.Idempotent || len(groups) == 0 {
+		return nil, nil
 	}
-	defer st.release()
-	extra := len(b.grouper.CountBy) * 160
-	header := b.header(g)
-	recs := g.Records
-	races, attempt := 0, 0
-	for prog.Done < len(recs) {
-		rest := recs[prog.Done:]
-		key := opKey(chunkID, rest[0].Index)
-		if n, ok := st.prior[key]; ok && prog.doubt == nil {
-			prog.Done += min(n, len(rest))
-			continue
+	tag := ChunkTag(chunkID)
+	byColl := map[string][]*bucketer.Group{}
+	var colls []string
+	for _, g := range groups {
+		c := b.collection(g)
+		if byColl[c] == nil {
+			colls = append(colls, c)
 		}
-		p := prog.doubt
-		if p == nil {
-			room := b.cfg.MaxRecords - st.count
-			if prog.single > 0 {
-				room = min(room, 1)
+		byColl[c] = append(byColl[c], g)
+	}
+	stored := map[int]bool{}
+	for _, coll := range colls {
+		gs := byColl[coll]
+		var docs []bson.Raw
+		err := b.retry.Do(ctx, func() (err error) {
+			docs, err = b.store.Find(ctx, coll, storedFilter(gs, tag), Query{Projection: runsProjection})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
+		}
+		byID := make(map[string]*bucketer.Group, len(gs))
+		for _, g := range gs {
+			byID[g.ID] = g
+		}
+		matchers := map[*bucketer.Group]*matcher{}
+		for _, d := range docs {
+			id, _ := d.Lookup("_id").StringValueOK()
+			g := byID[id[:max(strings.LastIndexByte(id, '-'), 0)]]
+			if g == nil {
+				continue
 			}
-			k := bucketer.Fit(rest, room, b.cfg.MaxBytes-header-st.bytes-opBytes(chunkID), extra)
-			if k == 0 {
-				if st.count == 0 {
-					prog.Poison = append(prog.Poison, Parked{rest[0].Index, fmt.Sprintf(
-						"record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)", len(rest[0].Doc), b.cfg.MaxBytes)})
-					prog.Done++
+			m := matchers[g]
+			if m == nil {
+				m = newMatcher(g.Records)
+				matchers[g] = m
+			}
+			for _, r := range runs(d) {
+				if r.tag != tag {
 					continue
 				}
-				if !st.created && !st.read && b.cfg.Idempotent {
-					if err := b.readInto(ctx, g, st, st.seq); err != nil {
-						return err
-					}
+				for _, i := range m.claim(r) {
+					stored[g.Records[i].Index] = true
+				}
+			}
+		}
+	}
+	return stored, nil
+}
+
+// storedFilter selects the buckets of gs (by key, and start when windowed)
+// that hold an op element with tag.
+func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
+	var starts []time.Time
+	keys := map[time.Time]*bsoncore.ArrayBuilder{}
+	for _, g := range gs {
+		if keys[g.Start] == nil {
+			starts = append(starts, g.Start)
+			keys[g.Start] = bsoncore.NewArrayBuilder()
+		}
+		keys[g.Start].AppendDocument(g.Key)
+	}
+	clause := func(start time.Time) bsoncore.Document {
+		c := bsoncore.NewDocumentBuilder().AppendDocument("key",
+			bsoncore.NewDocumentBuilder().AppendArray("$in", keys[start].Build()).Build())
+		if !start.IsZero() {
+			c.AppendDateTime("start", start.UnixMilli())
+		}
+		return c.Build()
+	}
+	f := bsoncore.NewDocumentBuilder()
+	if len(starts) == 1 {
+		elems, _ := clause(starts[0]).Elements()
+		for _, e := range elems {
+			f.AppendValue(e.Key(), e.Value())
+		}
+	} else {
+		or := bsoncore.NewArrayBuilder()
+		for _, s := range starts {
+			or.AppendDocument(clause(s))
+		}
+		f.AppendArray("$or", or.Build())
+	}
+	f.AppendDocument("ops", tagFilter(tag))
+	return bson.Raw(f.Build())
+}
+
+// suspectAfter is how many network errors in a row one write may meet,
+// the server answering a ping after the last, before its content is
+// suspected: some MongoDB-compatible servers drop the connection on
+// values they do not support.
+const suspectAfter = 2
+
+// Write stores recs, records of g in chunk order, and returns what it
+// stored and parked. limit, when above 0, caps the records per write (an
+// earlier attempt's Outcome.Limit). An error (a transient failure
+// outlasting the flush deadline) means the flush must be retried; the
+// outcome then says what was achieved before it.
+//
+// Records whose writes fail for their content are isolated by splitting
+// the write in halves down to the record, which is parked with the reason;
+// content is suspected when MongoDB refuses it, or when the same write
+// keeps losing its connection while the server answers otherwise.
+func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, recs []*parser.Record, limit int) (out Outcome, err error) {
+	st, err := b.acquire(ctx, b.collection(g)+"\x00"+g.ID)
+	if err != nil {
+		return out, err
+	}
+	defer st.release()
+	tag := ChunkTag(chunkID)
+	extra := len(b.grouper.CountBy) * 160
+	header := b.header(g)
+	var (
+		p *part
+		// While suspect > 0, the next suspect records are written at most
+		// limit at a time.
+		suspect int
+		// doubt: a write to bucket p.seq at p.count may have been applied.
+		doubt            bool
+		attempt, netErrs int
+		unexplained      int
+	)
+	if limit > 0 {
+		suspect = len(recs)
+	}
+	defer func() {
+		if suspect > 0 {
+			out.Limit = limit
+		}
+	}()
+	park := func(reason string) {
+		out.Poison = append(out.Poison, Parked{recs[0].Index, reason})
+		recs = recs[1:]
+		suspect = max(suspect-1, 0)
+		p = nil
+	}
+	for len(recs) > 0 {
+		if p == nil {
+			room := b.cfg.MaxRecords - st.count
+			if suspect > 0 {
+				room = min(room, limit)
+			}
+			k := bucketer.Fit(recs, room, b.cfg.MaxBytes-header-st.bytes-opElemBytes, extra+1)
+			if k == 0 {
+				if st.count == 0 {
+					park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
+						len(recs[0].Doc), b.cfg.MaxBytes))
 					continue
 				}
 				st.next()
 				continue
 			}
-			p = &part{seq: st.seq, n: k, op: key}
+			p = &part{seq: st.seq, count: st.count, n: k}
+			attempt, netErrs = 0, 0
 		}
-		sum := b.grouper.Summarize(rest[:p.n])
-		size := sum.Bytes + p.n*extra + opBytes(chunkID)
-		created, err := b.upsert(ctx, g, p, rest[:p.n], sum, size, header)
+		batch := recs[:p.n]
+		sum := b.grouper.Summarize(batch)
+		size := sum.Bytes + p.n*extra
+		if b.cfg.Idempotent {
+			size += opsBytes(p.n)
+		}
+		_, err := b.store.Upsert(ctx, b.collection(g), b.filter(g, p), b.update(g, p, batch, sum, size, tag))
 		class := Classify(err)
-		n, counted := p.n, false
-		if class == Duplicate {
-			if rerr := b.readInto(ctx, g, st, p.seq); rerr != nil {
-				class, err = Transient, rerr
-			} else if stored, ok := st.prior[p.op]; ok && b.cfg.Idempotent {
-				// The bucket holds this write: an earlier attempt (or an
-				// earlier run) stored it, perhaps with another length.
-				class, n, created, counted = OK, stored, false, true
-			} else if races++; races > 5 {
-				// Not our document, or it keeps changing: move on.
-				st.next()
-				races = 0
+		if class == Transient && mongo.IsNetworkError(err) {
+			// Once a search is under way, the content around it is suspect
+			// from the first dropped connection.
+			if netErrs++; (netErrs >= suspectAfter || limit > 0) && ctx.Err() == nil && b.store.Ping(ctx) == nil {
+				class = Poison
+				err = fmt.Errorf("the server closed the connection on this write %d times while answering otherwise: %w", netErrs, err)
 			}
 		}
 		switch class {
 		case OK:
-			if p.seq == st.seq && !counted { // a read has counted it already
-				st.count += n
-				st.bytes += size
-				st.created = st.created || created
-			}
-			if b.cfg.Idempotent {
-				st.remember(p.op, n)
-			}
-			prog.Done += n
-			prog.Stored += n
-			prog.single = max(prog.single-n, 0)
-			prog.doubt = nil
-			races, attempt = 0, 0
+			st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+size, true
+			out.Stored += p.n
+			recs = recs[p.n:]
+			suspect = max(suspect-p.n, 0)
+			p, doubt, unexplained = nil, false, 0
 		case Duplicate:
-			prog.doubt = nil // not applied: plan again with what was read
+			// All of recs, not only this batch: the write applied may have
+			// been a larger one, cut in halves after its outcome was lost.
+			n, changed, rerr := b.resolve(ctx, g, st, p, doubt, tag, recs)
+			if rerr != nil {
+				return out, rerr
+			}
+			if n > 0 {
+				// An earlier attempt of this write (or of a larger one
+				// that held it) was applied.
+				out.Stored += n
+				recs = recs[n:]
+				suspect = max(suspect-n, 0)
+				doubt, unexplained = false, 0
+			} else if !changed {
+				// Nothing explains the collision with the bucket as
+				// read: another unique index refuses this content.
+				if unexplained++; unexplained >= 2 {
+					class = Poison
+					break
+				}
+			}
+			p = nil
 		case Conflict, Transient:
-			prog.doubt = p
+			doubt = doubt || class == Transient
 			attempt++
 			if werr := b.retry.Wait(ctx, attempt); werr != nil {
-				return fmt.Errorf("writing bucket %s: %w", bucketer.BucketID(g.ID, p.seq), err)
+				return out, fmt.Errorf("writing bucket %s: %w", bucketer.BucketID(g.ID, p.seq), err)
 			}
-		case Poison:
-			prog.doubt = nil
+		}
+		if class == Poison {
 			if p.n > 1 {
-				prog.single = p.n
+				suspect = max(suspect, p.n)
+				limit = (p.n + 1) / 2
+				p = nil
 			} else {
-				prog.Poison = append(prog.Poison, Parked{rest[0].Index, "refused by MongoDB: " + err.Error()})
-				prog.Done++
-				prog.single = max(prog.single-1, 0)
+				park("refused by MongoDB: " + err.Error())
 			}
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// resolve reads the bucket a write of p missed and updates st to it; on a
+// group this process has not seen yet, the group's newest bucket, so that a
+// restart does not walk up to it. When the bucket holds a write of this
+// chunk at p.count, an earlier attempt of p (whose outcome was unknown) was
+// applied: resolve compares the entries and returns how many of recs, in
+// order, it stored. With doubt the first read brings the entries along.
+// changed reports whether the bucket differs from what p assumed.
+func (b *Buckets) resolve(ctx context.Context, g *bucketer.Group, st *groupState, p *part, doubt bool, tag uint32, recs []*parser.Record) (applied int, changed bool, err error) {
+	id := bucketer.BucketID(g.ID, p.seq)
+	var doc bson.Raw
+	if !st.known && !doubt {
+		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
+	} else {
+		q := Query{Projection: fillProjection}
+		if doubt {
+			q.Projection = entriesProjection
+		}
+		doc, err = b.findOne(ctx, g, idFilter(id), q)
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading bucket %s: %w", id, err)
+	}
+	st.seq, st.count, st.bytes, st.known = p.seq, 0, 0, true
+	if doc == nil {
+		return 0, p.count != 0, nil
+	}
+	if s, ok := doc.Lookup("seq").AsInt64OK(); ok {
+		st.seq = int(s)
+	}
+	st.count, st.bytes = fill(doc)
+	if st.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, tag) {
+		if _, ok := doc.Lookup("logs").ArrayOK(); !ok {
+			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
+				return 0, true, err
+			}
+		}
+		applied = appliedAt(doc, p.count, tag, recs)
+	}
+	return applied, st.seq != p.seq || st.count != p.count, nil
+}
+
+// findOne returns the first document of g's collection matching filter, or
+// nil.
+func (b *Buckets) findOne(ctx context.Context, g *bucketer.Group, filter bson.Raw, q Query) (bson.Raw, error) {
+	var docs []bson.Raw
+	err := b.retry.Do(ctx, func() (err error) {
+		docs, err = b.store.Find(ctx, b.collection(g), filter, q)
+		return err
+	})
+	if err != nil || len(docs) == 0 {
+		return nil, err
+	}
+	return docs[0], nil
+}
+
+var (
+	fillProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
+			AppendInt32("bytes", 1).AppendInt32("ops", 1).Build())
+	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
+				AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("logs", 1).Build())
+	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("ops", 1).AppendInt32("logs", 1).Build())
+	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", -1).Build())
+)
+
+func idFilter(id string) bson.Raw {
+	return bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", id).Build())
+}
+
+// groupFilter selects the buckets of g through the lookup index.
+func (b *Buckets) groupFilter(g *bucketer.Group) bson.Raw {
+	f := bsoncore.NewDocumentBuilder().AppendDocument("key", g.Key)
+	if !g.Start.IsZero() {
+		f.AppendDateTime("start", g.Start.UnixMilli())
+	}
+	return bson.Raw(f.Build())
+}
+
+func fill(d bson.Raw) (count, bytes int) {
+	return int(numberOf(d.Lookup("count"))), int(numberOf(d.Lookup("bytes")))
+}
+
+func numberOf(v bson.RawValue) int64 {
+	if i, ok := v.AsInt64OK(); ok {
+		return i
+	}
+	return 0
 }
 
 func (b *Buckets) collection(g *bucketer.Group) string {
@@ -302,11 +463,6 @@ func (b *Buckets) collection(g *bucketer.Group) string {
 		return g.Collection
 	}
 	return b.cfg.Collection
-}
-
-// opBytes is the most one operation adds to the ops and opn arrays.
-func opBytes(chunkID string) int {
-	return len(chunkID) + 32
 }
 
 // header is the bytes a bucket of g takes beside its entries and ops.
@@ -321,80 +477,14 @@ func (b *Buckets) header(g *bucketer.Group) int {
 	return h
 }
 
-// readInto reads bucket seq of g and records what it holds in st; a bucket
-// that does not exist (any more) reads as empty.
-func (b *Buckets) readInto(ctx context.Context, g *bucketer.Group, st *groupState, seq int) error {
-	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, seq)).Build())
-	var docs []bson.Raw
-	err := b.retry.Do(ctx, func() error {
-		var err error
-		docs, err = b.store.Find(ctx, b.collection(g), filter, infoProjection)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("reading bucket %s: %w", bucketer.BucketID(g.ID, seq), err)
-	}
-	info := &bucketInfo{seq: seq}
-	if len(docs) > 0 {
-		info = parseInfo(docs[0], seq)
-	}
-	st.learn(info)
-	return nil
-}
-
-// bucketInfo is what a read of one bucket shows.
-type bucketInfo struct {
-	seq          int
-	count, bytes int
-	ops          []string // operation keys
-	opn          []int    // records each operation stored
-}
-
-var infoProjection = bson.Raw(bsoncore.NewDocumentBuilder().
-	AppendInt32("count", 1).AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("opn", 1).Build())
-
-func parseInfo(d bson.Raw, seq int) *bucketInfo {
-	info := &bucketInfo{seq: seq}
-	info.count = int(numberOf(d.Lookup("count")))
-	info.bytes = int(numberOf(d.Lookup("bytes")))
-	if arr, ok := d.Lookup("ops").ArrayOK(); ok {
-		vals, _ := arr.Values()
-		for _, v := range vals {
-			s, _ := v.StringValueOK()
-			info.ops = append(info.ops, s)
-		}
-	}
-	if arr, ok := d.Lookup("opn").ArrayOK(); ok {
-		vals, _ := arr.Values()
-		for _, v := range vals {
-			info.opn = append(info.opn, int(numberOf(v)))
-		}
-	}
-	return info
-}
-
-func numberOf(v bson.RawValue) int64 {
-	if i, ok := v.AsInt64OK(); ok {
-		return i
-	}
-	return 0
-}
-
-// upsert writes part p (records recs) into its bucket and reports whether
-// the write created it.
-func (b *Buckets) upsert(ctx context.Context, g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size, header int) (bool, error) {
-	id := bucketer.BucketID(g.ID, p.seq)
-	f := bsoncore.NewDocumentBuilder().AppendString("_id", id).
-		AppendDocument("count", bsoncore.NewDocumentBuilder().AppendInt32("$lte", int32(b.cfg.MaxRecords-p.n)).Build()).
-		AppendDocument("bytes", bsoncore.NewDocumentBuilder().AppendInt64("$lte", int64(b.cfg.MaxBytes-header-size)).Build())
-	if b.cfg.Idempotent {
-		f.AppendDocument("ops", bsoncore.NewDocumentBuilder().AppendString("$ne", p.op).Build())
-	}
-	return b.store.Upsert(ctx, b.collection(g), bson.Raw(f.Build()), b.update(g, p, recs, sum, size))
+// filter is the update filter of part p: the bucket, in the state p assumes.
+func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
+	return bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, p.seq)).
+		AppendInt32("count", int32(p.count)).Build())
 }
 
 // update builds the update document of one write.
-func (b *Buckets) update(g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size int) bson.Raw {
+func (b *Buckets) update(g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size int, tag uint32) bson.Raw {
 	dst := make([]byte, 0, sum.Bytes+1024)
 	at, dst := bsoncore.ReserveLength(dst)
 
@@ -419,8 +509,11 @@ func (b *Buckets) update(g *bucketer.Group, p *part, recs []*parser.Record, sum 
 	dst, _ = bsoncore.AppendArrayEnd(dst, each)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, logs)
 	if b.cfg.Idempotent {
-		dst = bsoncore.AppendStringElement(dst, "ops", p.op)
-		dst = bsoncore.AppendInt32Element(dst, "opn", int32(p.n))
+		ops, dst2 := bsoncore.AppendDocumentElementStart(dst, "ops")
+		arr, dst3 := bsoncore.AppendArrayElementStart(dst2, "$each")
+		dst3 = appendOps(dst3, tag, p.n)
+		dst3, _ = bsoncore.AppendArrayEnd(dst3, arr)
+		dst, _ = bsoncore.AppendDocumentEnd(dst3, ops)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, push)
 

@@ -24,15 +24,49 @@ type Refused struct {
 
 // InsertAll inserts docs unordered so that each ends up stored exactly once:
 // a document whose _id already exists counts as stored (an earlier attempt
-// wrote it). Documents MongoDB refuses are returned; an error means the
-// flush deadline passed with documents still unwritten.
-func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry) ([]Refused, error) {
-	pending := make([]int, len(docs))
-	for i := range pending {
-		pending[i] = i
+// wrote it). Documents MongoDB refuses are returned, found by splitting the
+// batch in halves when the server does not say which document it refuses
+// (or drops the connection on the batch while answering otherwise); an
+// error means the flush deadline passed with documents still unwritten.
+//
+// limit, when above 0, caps the documents per insert: the search for
+// unstorable content goes on where an earlier attempt left it. The limit
+// returned is where the search stood when an error ended it (0 if none).
+func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int) ([]Refused, int, error) {
+	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit}
+	size := len(docs)
+	if limit > 0 {
+		size = limit
 	}
 	var refused []Refused
-	for attempt := 1; len(pending) > 0; attempt++ {
+	for from := 0; from < len(docs); from += size {
+		pending := make([]int, 0, size)
+		for i := from; i < min(from+size, len(docs)); i++ {
+			pending = append(pending, i)
+		}
+		more, err := ins.insert(ctx, pending)
+		refused = append(refused, more...)
+		if err != nil {
+			return refused, ins.limit, err
+		}
+	}
+	return refused, 0, nil
+}
+
+// inserter is one InsertAll; limit is the smallest split it has made.
+type inserter struct {
+	store Store
+	coll  string
+	docs  []Doc
+	retry Retry
+	limit int
+}
+
+func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, error) {
+	store, coll, docs, retry := ins.store, ins.coll, ins.docs, ins.retry
+	var refused []Refused
+	netErrs, waits := 0, 0
+	for len(pending) > 0 {
 		batch := make([]bson.Raw, len(pending))
 		for i, p := range pending {
 			batch[i] = docs[p].Raw
@@ -54,9 +88,16 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 		} else if Classify(err) == Poison && len(pending) == 1 {
 			poison[pending[0]] = err.Error()
 		}
+		suspect := false
+		if Classify(err) == Transient && mongo.IsNetworkError(err) {
+			netErrs++
+			// Once a search is under way, the content around it is suspect
+			// from the first dropped connection.
+			suspect = (netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && store.Ping(ctx) == nil
+		}
 		stored, ferr := existing(ctx, store, coll, docs, pending)
 		if ferr != nil {
-			err = ferr
+			err, suspect = ferr, false
 		}
 		next := pending[:0:0]
 		for _, p := range pending {
@@ -70,36 +111,37 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 		}
 		progress := len(next) < len(pending)
 		pending = next
-		if len(pending) == 0 {
+		switch {
+		case len(pending) == 0:
+			return refused, nil
+		case progress:
+			netErrs = 0
+			continue
+		case suspect || Classify(err) == Poison:
+			if len(pending) == 1 {
+				reason := "refused by MongoDB: " + err.Error()
+				if suspect {
+					reason = fmt.Sprintf("refused by MongoDB: the server closed the connection on this write %d times while answering otherwise: %v", netErrs, err)
+				}
+				return append(refused, Refused{Index: pending[0], Reason: reason}), nil
+			}
+			// A refusal without a usable index: split to find the document.
+			half := (len(pending) + 1) / 2
+			if ins.limit == 0 || half < ins.limit {
+				ins.limit = half
+			}
+			for _, part := range [][]int{pending[:half], pending[half:]} {
+				more, err := ins.insert(ctx, part)
+				refused = append(refused, more...)
+				if err != nil {
+					return refused, err
+				}
+			}
 			return refused, nil
 		}
-		if Classify(err) == Poison && !progress {
-			// A refusal without a usable index: split to find the record.
-			if len(pending) > 1 {
-				more, err := splitInsert(ctx, store, coll, docs, pending, retry)
-				return append(refused, more...), err
-			}
-			return append(refused, Refused{Index: pending[0], Reason: "refused by MongoDB: " + err.Error()}), nil
-		}
-		if !progress {
-			if werr := retry.Wait(ctx, attempt); werr != nil {
-				return refused, fmt.Errorf("inserting into %s: %w", coll, err)
-			}
-		}
-	}
-	return refused, nil
-}
-
-// splitInsert inserts the pending documents one by one.
-func splitInsert(ctx context.Context, store Store, coll string, docs []Doc, pending []int, retry Retry) ([]Refused, error) {
-	var refused []Refused
-	for _, p := range pending {
-		r, err := InsertAll(ctx, store, coll, docs[p:p+1], retry)
-		if err != nil {
-			return refused, err
-		}
-		for _, x := range r {
-			refused = append(refused, Refused{Index: p, Reason: x.Reason})
+		waits++
+		if werr := retry.Wait(ctx, waits); werr != nil {
+			return refused, fmt.Errorf("inserting into %s: %w", coll, err)
 		}
 	}
 	return refused, nil
@@ -113,7 +155,7 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 	}
 	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
 		bsoncore.NewDocumentBuilder().AppendArray("$in", ids.Build()).Build()).Build()
-	found, err := store.Find(ctx, coll, bson.Raw(filter), idProjection)
+	found, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: idProjection})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -51,31 +52,29 @@ func EnsureIndexes(ctx context.Context, db *mongo.Database, coll string, l Layou
 	return nil
 }
 
-// DropOldPartitions drops the partitions of base (collections named
-// base + "_" + digits of the layout's length) beyond the keep newest, and
-// returns the names it dropped.
-func DropOldPartitions(ctx context.Context, db *mongo.Database, base, layout string, keep int) ([]string, error) {
+// DropOldPartitions drops the partitions of p whose whole period lies
+// before the kept range at now (see Partitions), and returns the names it
+// dropped. Partitions of later periods, even of the future, are kept.
+func DropOldPartitions(ctx context.Context, db *mongo.Database, p Partitions, now time.Time) ([]string, error) {
+	if p.Keep <= 0 {
+		return nil, nil
+	}
 	names, err := db.ListCollectionNames(ctx, bson.D{})
 	if err != nil {
 		return nil, err
 	}
-	var parts []string
-	for _, n := range names {
-		if isPartition(n, base, layout) {
-			parts = append(parts, n)
-		}
-	}
-	slices.Sort(parts) // the dates sort as text
-	if len(parts) <= keep {
-		return nil, nil
-	}
+	oldest := p.Name(p.Oldest(now)) // the names sort as their periods
 	var dropped []string
-	for _, n := range parts[:len(parts)-keep] {
+	for _, n := range names {
+		if !isPartition(n, p.Base, p.Layout) || n >= oldest {
+			continue
+		}
 		if err := db.Collection(n).Drop(ctx); err != nil {
 			return dropped, fmt.Errorf("dropping partition %s: %w", n, err)
 		}
 		dropped = append(dropped, n)
 	}
+	slices.Sort(dropped)
 	return dropped, nil
 }
 
@@ -91,4 +90,34 @@ func isPartition(name, base, layout string) bool {
 		}
 	}
 	return true
+}
+
+// Partitions names the time-partitioned collections of one base collection:
+// Base + "_" + the UTC period of a record's time in Layout ("20060102" for
+// days, "200601" for months). Keep, when above 0, is how many periods are
+// kept, counted back from the current one: the kept range starts Keep-1
+// periods before the period of now, whatever the records' times say.
+type Partitions struct {
+	Base   string
+	Layout string
+	Keep   int
+}
+
+// MonthLayout is the layout of monthly partitions; any other is daily.
+const MonthLayout = "200601"
+
+// Name is the partition of time t.
+func (p Partitions) Name(t time.Time) string { return p.Base + "_" + t.UTC().Format(p.Layout) }
+
+// Oldest is the start of the oldest kept period at now; zero when every
+// period is kept.
+func (p Partitions) Oldest(now time.Time) time.Time {
+	if p.Keep <= 0 {
+		return time.Time{}
+	}
+	y, m, d := now.UTC().Date()
+	if p.Layout == MonthLayout {
+		return time.Date(y, m-time.Month(p.Keep-1), 1, 0, 0, 0, 0, time.UTC)
+	}
+	return time.Date(y, m, d-(p.Keep-1), 0, 0, 0, 0, time.UTC)
 }

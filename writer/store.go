@@ -6,6 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 )
 
 // Store is the narrow set of MongoDB calls the writer makes. The real one
@@ -14,15 +16,30 @@ type Store interface {
 	// Upsert runs one update with upsert on and reports whether it
 	// inserted a new document.
 	Upsert(ctx context.Context, coll string, filter, update bson.Raw) (created bool, err error)
-	// Find returns the documents matching filter, projected.
-	Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error)
+	// Find returns the documents matching filter, shaped by q.
+	Find(ctx context.Context, coll string, filter bson.Raw, q Query) ([]bson.Raw, error)
 	// InsertMany inserts docs, unordered.
 	InsertMany(ctx context.Context, coll string, docs []bson.Raw) error
+	// Ping asks the server for an answer on a connection of the pool, so
+	// that a write the server keeps dropping the connection on can be told
+	// from a server that is gone.
+	Ping(ctx context.Context) error
+}
+
+// Query shapes a Find: the fields returned, the order, and how many.
+type Query struct {
+	Projection bson.Raw
+	Sort       bson.Raw // nil: any order
+	Limit      int64    // 0: all
 }
 
 // MongoStore is the Store of one MongoDB database.
 type MongoStore struct {
 	DB *mongo.Database
+	// Majority reads with read concern majority: a write whose write
+	// concern failed is then confirmed by a read only once a majority of
+	// the replica set holds it. Set it with write_concern majority.
+	Majority bool
 }
 
 func (s MongoStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
@@ -33,8 +50,19 @@ func (s MongoStore) Upsert(ctx context.Context, coll string, filter, update bson
 	return res.UpsertedCount > 0, nil
 }
 
-func (s MongoStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {
-	cur, err := s.DB.Collection(coll).Find(ctx, filter, options.Find().SetProjection(projection))
+func (s MongoStore) Find(ctx context.Context, coll string, filter bson.Raw, q Query) ([]bson.Raw, error) {
+	var copts []options.Lister[options.CollectionOptions]
+	if s.Majority {
+		copts = append(copts, options.Collection().SetReadConcern(readconcern.Majority()))
+	}
+	fo := options.Find().SetProjection(q.Projection)
+	if q.Sort != nil {
+		fo.SetSort(q.Sort)
+	}
+	if q.Limit > 0 {
+		fo.SetLimit(q.Limit)
+	}
+	cur, err := s.DB.Collection(coll, copts...).Find(ctx, filter, fo)
 	if err != nil {
 		return nil, err
 	}
@@ -52,4 +80,8 @@ func (s MongoStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw
 	}
 	_, err := s.DB.Collection(coll).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	return err
+}
+
+func (s MongoStore) Ping(ctx context.Context) error {
+	return s.DB.Client().Ping(ctx, readpref.Primary())
 }

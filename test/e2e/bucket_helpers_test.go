@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -201,32 +202,36 @@ var (
 	errTimeout = fmt.Errorf("server selection or socket read: %w", context.DeadlineExceeded)
 )
 
-// faultStore wraps a Store and injects faults into Upsert.
+// faultStore wraps a Store and injects faults into its writes (Upsert and
+// InsertMany).
 type faultStore struct {
 	writer.Store
 
-	mu      sync.Mutex
-	upserts int // Upsert calls so far
-	// failAt makes the failAt-th Upsert (from 1) fail with err; with down,
+	mu     sync.Mutex
+	writes int // write calls so far
+	// failAt makes the failAt-th write (from 1) fail with err; with down,
 	// every call after it fails too, as when the server is gone, until
-	// heal. With apply, the failing Upsert is applied first and its
+	// heal. With apply, the failing write is applied first and its
 	// outcome lost (a timeout after the server wrote it).
 	failAt   int
 	err      error
 	apply    bool
+	times    int // with failAt and not down: how many calls from failAt fail (0: one)
 	down     bool
 	tripped  bool
 	injected int
-	// before, when set, runs just before the failAt-th Upsert is sent
+	// before, when set, runs just before the failAt-th write is sent
 	// (another writer acting in between); it does not fail the call.
 	before func()
 }
 
-func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
+// write runs do as the next write call, failing it as configured.
+func (f *faultStore) write(do func() error) error {
 	f.mu.Lock()
-	f.upserts++
-	hit := f.failAt > 0 && f.upserts == f.failAt
-	fail := (hit && f.err != nil) || (f.down && f.tripped)
+	f.writes++
+	hit := f.failAt > 0 && f.writes == f.failAt
+	again := f.failAt > 0 && f.writes > f.failAt && f.writes < f.failAt+f.times
+	fail := ((hit || again) && f.err != nil) || (f.down && f.tripped)
 	if hit {
 		f.tripped = true
 	}
@@ -243,28 +248,41 @@ func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bso
 		before()
 	}
 	if !fail {
-		return f.Store.Upsert(ctx, coll, filter, update)
+		return do()
 	}
 	if apply {
-		if _, aerr := f.Store.Upsert(ctx, coll, filter, update); aerr != nil {
-			return false, aerr
+		if aerr := do(); aerr != nil {
+			return aerr
 		}
 	}
-	return false, err
+	return err
 }
 
-func (f *faultStore) Find(ctx context.Context, coll string, filter, projection bson.Raw) ([]bson.Raw, error) {
-	if err := f.outage(); err != nil {
-		return nil, err
-	}
-	return f.Store.Find(ctx, coll, filter, projection)
+func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (created bool, err error) {
+	err = f.write(func() (err error) {
+		created, err = f.Store.Upsert(ctx, coll, filter, update)
+		return err
+	})
+	return created, err
 }
 
 func (f *faultStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
+	return f.write(func() error { return f.Store.InsertMany(ctx, coll, docs) })
+}
+
+func (f *faultStore) Find(ctx context.Context, coll string, filter bson.Raw, q writer.Query) ([]bson.Raw, error) {
+	if err := f.outage(); err != nil {
+		return nil, err
+	}
+	return f.Store.Find(ctx, coll, filter, q)
+}
+
+// Ping fails during an outage: the server is gone, not refusing content.
+func (f *faultStore) Ping(ctx context.Context) error {
 	if err := f.outage(); err != nil {
 		return err
 	}
-	return f.Store.InsertMany(ctx, coll, docs)
+	return f.Store.Ping(ctx)
 }
 
 func (f *faultStore) outage() error {
@@ -276,6 +294,27 @@ func (f *faultStore) outage() error {
 	return nil
 }
 
+// errGaveUp ends a flush whose store is down, as its deadline would.
+var errGaveUp = errors.New("gave up: the store is down")
+
+// retry retries quickly while the store answers and gives up at once
+// during an outage: a flush cut off by an outage ends on that event, not on
+// a deadline the machine's speed decides.
+func (f *faultStore) retry() writer.Retry {
+	return writer.Retry{Base: time.Millisecond, Cap: 10 * time.Millisecond,
+		Sleep: func(ctx context.Context, d time.Duration) error {
+			if f.outage() != nil {
+				return errGaveUp
+			}
+			select {
+			case <-time.After(d):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}}
+}
+
 // heal ends an outage: every later call goes through.
 func (f *faultStore) heal() {
 	f.mu.Lock()
@@ -283,10 +322,10 @@ func (f *faultStore) heal() {
 	f.down, f.failAt, f.tripped = false, 0, false
 }
 
-func (f *faultStore) count() (upserts, injected int) {
+func (f *faultStore) count() (writes, injected int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.upserts, f.injected
+	return f.writes, f.injected
 }
 
 // flushSink flushes chunk through s and checks the status.

@@ -45,6 +45,22 @@ func checkBuckets(t *testing.T, docs []bson.Raw, lim limits) []bson.Raw {
 		if count > lim.records {
 			t.Errorf("bucket %s: %d entries, over %d", id, count, lim.records)
 		}
+		if ops, ok := d.Lookup("ops").ArrayOK(); ok {
+			// Every write is recorded: the ops elements' entry counts (the
+			// low 4 bits) add up to the entries.
+			opVals, _ := ops.Values()
+			sum := 0
+			for _, o := range opVals {
+				n := int(uint32(o.Int32()) & 0xf)
+				if n == 0 {
+					t.Errorf("bucket %s: op element %d records no entries", id, o.Int32())
+				}
+				sum += n
+			}
+			if sum != count {
+				t.Errorf("bucket %s: its ops record %d entries, it holds %d", id, sum, count)
+			}
+		}
 		if len(d) > lim.bytes {
 			t.Errorf("bucket %s: %d bytes, over %d", id, len(d), lim.bytes)
 		}

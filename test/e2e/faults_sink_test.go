@@ -6,13 +6,20 @@ package e2e
 // faults a flush must ride out.
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 // appSlice is the first n records of the app fixture as a chunk, with the
@@ -24,7 +31,8 @@ func appSlice(t *testing.T, n int) ([]byte, [][]byte) {
 }
 
 // A chunk whose flush is cut off after some bucket writes (the server
-// becomes unreachable at the failAt-th upsert) is given back for a retry
+// becomes unreachable at the failAt-th upsert, and the flush gives up as at
+// its deadline) is given back for a retry
 // with part of it stored; sent again, by the same sink or by a new one on
 // the same database (a restarted agent: nothing in memory, only the ops
 // recorded in the buckets), it ends stored exactly once. In the "applied"
@@ -50,9 +58,8 @@ func TestFaultsInterruptedChunkResent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(lim.records, lim.bytes)
-			opt.FlushTimeout = 500 * time.Millisecond
 			fs := &faultStore{Store: e.store(), failAt: failAt, err: c.err, apply: c.apply, down: true}
-			s := e.newSink(opt, fs, fastRetry)
+			s := e.newSink(opt, fs, fs.retry())
 			res := flushSink(t, s, "app.log", chunk, sink.Retry)
 			if res.Err == nil {
 				t.Errorf("retry without an error")
@@ -70,7 +77,6 @@ func TestFaultsInterruptedChunkResent(t *testing.T) {
 
 			fs.heal()
 			if c.restart {
-				opt.FlushTimeout = 30 * time.Second
 				s = e.newSink(opt, e.store(), fastRetry)
 			}
 			flushSink(t, s, "app.log", chunk, sink.Done)
@@ -101,22 +107,27 @@ func TestFaultsRetriedWithinFlush(t *testing.T) {
 		err    error
 		apply  bool
 		failAt int
+		times  int
 		race   bool // another writer fills the bucket just before failAt
 	}{
-		{"write-conflict", conflict, false, 2, false},
-		{"timeout", errTimeout, false, 2, false},
-		{"timeout-applied", errTimeout, true, 2, false},
-		{"network-applied-last", errNetwork, true, 3, false},
-		{"duplicate-key", dupKey, false, 2, false},
-		{"duplicate-key-applied", dupKey, true, 1, false},
-		{"race-bucket-filled", nil, false, 2, true},
-		{"race-then-timeout-applied", errTimeout, true, 2, true},
+		{"write-conflict", conflict, false, 2, 0, false},
+		{"timeout", errTimeout, false, 2, 0, false},
+		{"timeout-applied", errTimeout, true, 2, 0, false},
+		{"network-applied-last", errNetwork, true, 3, 0, false},
+		// Applied, then its repeat fails too: two dropped connections on
+		// one write with the server answering make its content suspect,
+		// and the halves find the whole write already there.
+		{"network-applied-then-suspect", errNetwork, true, 2, 2, false},
+		{"duplicate-key", dupKey, false, 2, 0, false},
+		{"duplicate-key-applied", dupKey, true, 1, 0, false},
+		{"race-bucket-filled", nil, false, 2, 0, true},
+		{"race-then-timeout-applied", errTimeout, true, 2, 0, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(lim.records, lim.bytes)
-			fs := &faultStore{Store: e.store(), failAt: c.failAt, err: c.err, apply: c.apply}
+			fs := &faultStore{Store: e.store(), failAt: c.failAt, err: c.err, apply: c.apply, times: c.times}
 			want := decodeFixture(t, mine, parser.Options{})
 			if c.race {
 				other := e.newSink(opt, e.store(), fastRetry)
@@ -130,8 +141,8 @@ func TestFaultsRetriedWithinFlush(t *testing.T) {
 			s := e.newSink(opt, fs, fastRetry)
 			flushSink(t, s, "app.log", mine, sink.Done)
 			upserts, injected := fs.count()
-			if c.err != nil && injected != 1 {
-				t.Errorf("%d faults injected, want 1", injected)
+			if c.err != nil && injected != max(c.times, 1) {
+				t.Errorf("%d faults injected, want %d", injected, max(c.times, 1))
 			}
 			if upserts < c.failAt {
 				t.Errorf("only %d upserts, the fault at %d never happened", upserts, c.failAt)
@@ -141,5 +152,161 @@ func TestFaultsRetriedWithinFlush(t *testing.T) {
 				t.Errorf("%d records parked", len(dead))
 			}
 		})
+	}
+}
+
+// Flat mode: the insert of a chunk fails (the server gone; in the
+// "applied" cases after it stored the documents) and the flush gives up;
+// sent again, by the same sink or by a restarted one, every record is
+// stored once.
+func TestFaultsFlatInterruptedChunkResent(t *testing.T) {
+	const n = 1000
+	chunk, _ := appSlice(t, n)
+	cases := []struct {
+		name    string
+		err     error
+		apply   bool
+		restart bool
+	}{
+		{"network", errNetwork, false, false},
+		{"timeout-applied", errTimeout, true, false},
+		{"network-applied", errNetwork, true, false},
+		{"network-restart", errNetwork, false, true},
+		{"timeout-applied-restart", errTimeout, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newDBEnv(t)
+			opt := sinkOptions(0, 0)
+			opt.Mode = sink.ModeFlat
+			fs := &faultStore{Store: e.store(), failAt: 1, err: c.err, apply: c.apply, down: true}
+			s := e.newSink(opt, fs, fs.retry())
+			flushSink(t, s, "app.log", chunk, sink.Retry)
+			wantPartial := 0
+			if c.apply {
+				wantPartial = n
+			}
+			if got := len(e.all("logs")); got != wantPartial {
+				t.Fatalf("after the cut-off flush %d documents stored, want %d", got, wantPartial)
+			}
+			fs.heal()
+			if c.restart {
+				s = e.newSink(opt, e.store(), fastRetry)
+			}
+			flushSink(t, s, "app.log", chunk, sink.Done)
+			checkFlat(t, e.all("logs"), decodeFixture(t, chunk, parser.Options{Reserved: []string{"_id", "tag"}}), "app.log")
+			if dead := e.all("logs_dead"); len(dead) > 0 {
+				t.Errorf("%d records parked", len(dead))
+			}
+		})
+	}
+}
+
+// refusingStore refuses, for their content, the dead-letter documents
+// larger than max bytes (every one when max is 0), as a server with a
+// smaller document limit would.
+type refusingStore struct {
+	writer.Store
+	max int
+}
+
+func (r refusingStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
+	if coll != "logs_dead" {
+		return r.Store.InsertMany(ctx, coll, docs)
+	}
+	var keep []bson.Raw
+	var refused []mongo.BulkWriteError
+	for i, d := range docs {
+		if r.max == 0 || len(d) > r.max {
+			refused = append(refused, mongo.BulkWriteError{WriteError: mongo.WriteError{Index: i, Code: 10334,
+				Message: "object to insert too large"}})
+		} else {
+			keep = append(keep, d)
+		}
+	}
+	if err := r.Store.InsertMany(ctx, coll, keep); err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		return mongo.BulkWriteException{WriteErrors: refused}
+	}
+	return nil
+}
+
+// A dead-letter document the server refuses is stored reduced (its reason,
+// sizes and first bytes, with why it was refused); a server that refuses
+// even that gets the chunk back for a retry: a parked record is never
+// dropped.
+func TestFaultsDeadLetterRefused(t *testing.T) {
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	big := record(t, at, kv{"id", "big"}, kv{"msg", strings.Repeat("x", 40000)})
+	small := record(t, at, kv{"id", "small"}, kv{"msg", "hello"})
+	chunk := join([][]byte{small, big})
+	opt := sinkOptions(100, 16<<10) // the 40 KB record exceeds a bucket: it is parked
+	t.Run("reduced", func(t *testing.T) {
+		e := newDBEnv(t)
+		s := e.newSink(opt, refusingStore{Store: e.store(), max: 4 << 10}, fastRetry)
+		res := flushSink(t, s, "app", chunk, sink.Done)
+		if res.Stored != 1 || res.Parked != 1 {
+			t.Errorf("%d stored, %d parked, want 1 and 1", res.Stored, res.Parked)
+		}
+		dead := e.all("logs_dead")
+		if len(dead) != 1 {
+			t.Fatalf("%d dead letters, want 1", len(dead))
+		}
+		d := dead[0]
+		_, raw := d.Lookup("raw").Binary()
+		if len(raw) != 1024 || d.Lookup("size").AsInt64() < 40000 || !d.Lookup("truncated").Boolean() ||
+			!strings.Contains(d.Lookup("refused").StringValue(), "too large") ||
+			!strings.Contains(d.Lookup("reason").StringValue(), "exceeds") {
+			t.Errorf("reduced dead letter: %v", without(t, d, "raw"))
+		}
+	})
+	t.Run("refused-again", func(t *testing.T) {
+		e := newDBEnv(t)
+		s := e.newSink(opt, refusingStore{Store: e.store()}, fastRetry)
+		res := flushSink(t, s, "app", chunk, sink.Retry)
+		if !strings.Contains(res.Err.Error(), "refuses even a reduced record") {
+			t.Errorf("error %v", res.Err)
+		}
+	})
+}
+
+// With write_concern majority, the reads that decide whether a write is
+// already stored (the chunk's lookup, a bucket read after a lost reply, the
+// check of flat inserts) read at majority: a write acknowledged only by the
+// primary, which a failover may roll back, never counts as stored.
+func TestFaultsMajorityReads(t *testing.T) {
+	e := newDBEnv(t)
+	var mu sync.Mutex
+	levels := map[string]int{}
+	mon := &event.CommandMonitor{Started: func(_ context.Context, ev *event.CommandStartedEvent) {
+		if ev.CommandName != "find" {
+			return
+		}
+		level, _ := ev.Command.Lookup("readConcern", "level").StringValueOK()
+		mu.Lock()
+		levels[level]++
+		mu.Unlock()
+	}}
+	client, err := mongo.Connect(options.Client().ApplyURI(e.srv.URI).SetMonitor(mon))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	store := writer.MongoStore{DB: client.Database(e.dbName), Majority: true}
+	chunk, _ := appSlice(t, 300)
+	for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+		opt := sinkOptions(100, 64<<10)
+		opt.Mode, opt.Collection = mode, "logs_"+string(mode)
+		fs := &faultStore{Store: store, failAt: 2, err: errTimeout, apply: true}
+		s := e.newSink(opt, fs, fastRetry)
+		flushSink(t, s, "app.log", chunk, sink.Done)
+		flushSink(t, s, "app.log", chunk, sink.Done)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if levels["majority"] < 4 || len(levels) != 1 {
+		t.Errorf("find commands by read concern level: %v, want every one at majority", levels)
 	}
 }

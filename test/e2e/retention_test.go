@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,42 +31,68 @@ func (e *env) collections() []string {
 	return names
 }
 
-// partition day writes each day to its own collection, and partition_keep
-// drops the oldest ones whole.
+// partition day writes each day to its own collection; partition_keep 3
+// keeps today and the two days before, counted from the clock: an old
+// partition is dropped whole, records older than the kept range are parked
+// (not written into a partition about to go), and records from the future
+// (a skewed clock, a bad time_from_log) are stored and move nothing.
 func TestPartitionsAndRetention(t *testing.T) {
-	for _, mode := range []string{"bucket", "flat"} {
+	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
 			e := newEnv(t)
-			d1 := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
-			d2, d3 := d1.AddDate(0, 0, 1), d1.AddDate(0, 0, 2)
-			e.init("p", e.props("mode", mode, "partition", "day", "partition_keep", "2"))
-			e.mustFlush("p", "app", days(t, 10, d1, d2))
-			if got := e.collections(); !slices.Equal(got, []string{"logs_20240601", "logs_20240602"}) {
-				t.Fatalf("collections %v after two days", got)
+			today := time.Now().UTC().Truncate(24 * time.Hour)
+			name := func(d time.Time) string { return "logs_" + d.Format("20060102") }
+			// A partition an earlier run wrote, from before the kept range.
+			stale := today.AddDate(0, 0, -5)
+			if _, err := e.db.Collection(name(stale)).InsertOne(context.Background(), bson.D{{Key: "seq", Value: 0}}); err != nil {
+				t.Fatal(err)
 			}
-			e.mustFlush("p", "app", days(t, 10, d3))
+			e.init("p", e.props("mode", mode, "partition", "day", "partition_keep", "3"))
+			kept, future, old := today.AddDate(0, 0, -2), time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC), today.AddDate(0, 0, -10)
+			e.mustFlush("p", "app", days(t, 10, kept, today, future, future.AddDate(0, 0, 1), old))
+			e.mustFlush("p", "app", days(t, 5, today.Add(time.Hour)))
 			e.exit("p")
-			if got := e.collections(); !slices.Equal(got, []string{"logs_20240602", "logs_20240603"}) {
-				t.Fatalf("collections %v after a third day with partition_keep 2", got)
+			if now := time.Now().UTC().Truncate(24 * time.Hour); !now.Equal(today) {
+				t.Skip("the UTC day changed during the test; the kept range moved with it")
 			}
-			for _, c := range []string{"logs_20240602", "logs_20240603"} {
-				n := 0
-				for _, d := range e.all(c) {
-					if mode == "flat" {
-						n++
-					} else {
-						n += int(d.Lookup("count").AsInt64())
-					}
-				}
-				if n != 10 {
-					t.Errorf("%s holds %d records, want 10", c, n)
+			want := []string{"logs_20990101", "logs_20990102", name(kept), name(today), "logs_dead"}
+			slices.Sort(want)
+			if got := e.collections(); !slices.Equal(got, want) {
+				t.Fatalf("collections %v, want %v", got, want)
+			}
+			for c, n := range map[string]int{name(kept): 10, name(today): 15, "logs_20990101": 10, "logs_20990102": 10} {
+				if got := e.records(c, mode); got != n {
+					t.Errorf("%s holds %d records, want %d", c, got, n)
 				}
 			}
-			if !waitLog(e.host, "dropped partition logs_20240601") {
+			dead := e.all("logs_dead")
+			if len(dead) != 10 {
+				t.Fatalf("%d records parked, want the 10 older than the kept range", len(dead))
+			}
+			for _, d := range dead {
+				ts, _ := d.Lookup("ts").TimeOK()
+				if !ts.Before(kept) || !strings.Contains(d.Lookup("reason").StringValue(), "older than the partitions kept") {
+					t.Errorf("parked record at %v: %s", ts, d.Lookup("reason"))
+				}
+			}
+			if !waitLog(e.host, "dropped partition "+name(stale)) {
 				t.Errorf("the drop was not logged:\n%s", e.host.Stderr())
 			}
 		})
 	}
+}
+
+// records counts the records stored in coll.
+func (e *env) records(coll, mode string) int {
+	n := 0
+	for _, d := range e.all(coll) {
+		if mode == "flat" {
+			n++
+		} else {
+			n += int(d.Lookup("count").AsInt64())
+		}
+	}
+	return n
 }
 
 // ttl gives every bucket and flat document an expireAt of ttl plus a jitter

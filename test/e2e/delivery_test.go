@@ -1,0 +1,161 @@
+package e2e
+
+// Exactly once through the real .so when a chunk is sent again long after
+// it was stored: after a restart of the agent, and after enough traffic
+// that nothing the process remembers could recognise it. The plugin cannot
+// tell such a resend from one whose acknowledgement was lost, so both must
+// add nothing; what decides is what the server holds.
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// idRecord is a record with an id field (counted by storedIDs) and a body
+// of size bytes.
+func idRecord(t *testing.T, ts time.Time, id string, size int) []byte {
+	return record(t, ts, kv{"id", id}, kv{"msg", strings.Repeat("x", size)})
+}
+
+// chunkFile writes records as one chunk file in dir.
+func chunkFile(t *testing.T, dir, name string, recs ...[]byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, join(recs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// storedIDs counts how often each record id is stored in coll: entries of
+// buckets, or flat documents. seqs maps each id to the seq of the bucket
+// holding it.
+func (e *env) storedIDs(coll string) (count map[string]int, seqs map[string]int) {
+	e.t.Helper()
+	count, seqs = map[string]int{}, map[string]int{}
+	for _, d := range e.all(coll) {
+		logs, ok := d.Lookup("logs").ArrayOK()
+		if !ok { // flat
+			count[d.Lookup("id").StringValue()]++
+			continue
+		}
+		vals, err := logs.Values()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, v := range vals {
+			id := v.Document().Lookup("id").StringValue()
+			count[id]++
+			seqs[id] = int(d.Lookup("seq").AsInt64())
+		}
+	}
+	return count, seqs
+}
+
+// checkOnce fails unless each of ids is stored exactly once and nothing
+// else is.
+func checkOnce(t *testing.T, count map[string]int, ids ...string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, id := range ids {
+		want[id] = true
+		if count[id] != 1 {
+			t.Errorf("record %s stored %d times, want once", id, count[id])
+		}
+	}
+	for id, n := range count {
+		if !want[id] {
+			t.Errorf("record %s stored %d times, never sent", id, n)
+		}
+	}
+}
+
+var deliveryModes = []string{"bucket", "flat"}
+
+// modeProps are e's properties for mode; bucketKV apply in bucket mode only.
+func (e *env) modeProps(mode string, bucketKV ...string) map[string]string {
+	if mode != "bucket" {
+		bucketKV = nil
+	}
+	return e.props(append([]string{"mode", mode}, bucketKV...)...)
+}
+
+// One group with 64K buckets: chunk A (one 40 KB record) opens bucket 0;
+// chunk C (30 KB) does not fit and opens bucket 1, leaving room behind in
+// bucket 0; chunk B (small) follows C into bucket 1. An agent restarted
+// with nothing in memory gets chunk B again (Fluent Bit resends a chunk
+// whose acknowledgement was lost, also across restarts with filesystem
+// storage): it adds nothing, though bucket 0 has room for it.
+func TestDeliveryResendAfterRestart(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			dir := t.TempDir()
+			at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+			a := chunkFile(t, dir, "a", idRecord(t, at, "A", 40000))
+			c := chunkFile(t, dir, "c", idRecord(t, at.Add(time.Second), "C", 30000))
+			b := chunkFile(t, dir, "b", idRecord(t, at.Add(2*time.Second), "B", 100))
+			props := e.modeProps(mode, "bucket_max_bytes", "64K")
+			e.init("a", props)
+			for _, f := range []string{a, c, b} {
+				e.mustFlush("a", "app", f)
+			}
+			e.exit("a")
+			if mode == "bucket" {
+				if _, seqs := e.storedIDs("logs"); seqs["A"] != 0 || seqs["C"] != 1 || seqs["B"] != 1 {
+					t.Fatalf("buckets A:%d C:%d B:%d, want 0, 1, 1 (the case needs room left in bucket 0)", seqs["A"], seqs["C"], seqs["B"])
+				}
+			}
+
+			e.restartHost()
+			e.init("a", props)
+			e.mustFlush("a", "app", b)
+			e.exit("a")
+			count, _ := e.storedIDs("logs")
+			checkOnce(t, count, "A", "B", "C")
+		})
+	}
+}
+
+// Within one process: chunk B, then 300 one-record chunks of 1 KB into the
+// same group (the buckets roll over several times), then B again: B is
+// stored once. What the process remembers is bounded; the server is not.
+func TestDeliveryResendAfterTraffic(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			dir := t.TempDir()
+			at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+			b := chunkFile(t, dir, "b", idRecord(t, at, "B", 100))
+			e.init("a", e.modeProps(mode, "bucket_max_bytes", "64K"))
+			e.mustFlush("a", "app", b)
+			ids := []string{"B"}
+			for i := 0; i < 300; i++ {
+				id := fmt.Sprintf("r%03d", i)
+				ids = append(ids, id)
+				e.mustFlush("a", "app", chunkFile(t, dir, id, idRecord(t, at.Add(time.Duration(i+1)*100*time.Millisecond), id, 1024)))
+			}
+			e.mustFlush("a", "app", b)
+			e.exit("a")
+			count, seqs := e.storedIDs("logs")
+			checkOnce(t, count, ids...)
+			if mode == "bucket" && seqs["r299"] < 3 {
+				t.Errorf("the traffic filled only %d buckets; the case needs several", seqs["r299"]+1)
+			}
+		})
+	}
+}
+
+// restartHost stops the plugin's host process and starts a new one: an
+// agent restart, with nothing of the old process left.
+func (e *env) restartHost() {
+	e.t.Helper()
+	if err := e.host.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	e.host = startHost(e.t)
+}

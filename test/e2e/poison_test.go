@@ -1,0 +1,127 @@
+package e2e
+
+// A record the server chokes on. Some MongoDB-compatible servers close the
+// connection on values they do not support (the test server does so for
+// NaN and Decimal128, which MongoDB stores). Such a write fails with a
+// network error every time while the server answers everything else: the
+// plugin must not stall on it until Fluent Bit drops the whole chunk, but
+// find the record, park it with the reason and store the rest.
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
+)
+
+// chokeChunk writes a chunk of n records with ids r000..., where the
+// records at the indexes of bad carry a value the test server closes the
+// connection on.
+func chokeChunk(t *testing.T, n int, bad map[int]any) (string, []string) {
+	t.Helper()
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	var ids []string
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("r%03d", i)
+		body := []kv{{"id", id}, {"msg", "hello"}}
+		if v, ok := bad[i]; ok {
+			body = append(body, kv{"v", v})
+		}
+		recs = append(recs, record(t, at.Add(time.Duration(i)*10*time.Millisecond), body...))
+		ids = append(ids, id)
+	}
+	return chunkFile(t, t.TempDir(), "choke", recs...), ids
+}
+
+// parkedIDs returns the ids of the records in the dead-letter collection,
+// with their reasons.
+func (e *env) parkedIDs() map[string]string {
+	e.t.Helper()
+	out := map[string]string{}
+	for _, d := range e.all("logs_dead") {
+		_, raw := d.Lookup("raw").Binary()
+		out[bson.Raw(raw).Lookup("id").StringValue()] = d.Lookup("reason").StringValue()
+	}
+	return out
+}
+
+// checkStoredOrParked checks every id is stored or parked, exactly once in
+// all; on the test server the records at bad must be the ones parked.
+func (e *env) checkStoredOrParked(ids []string, bad map[int]any) {
+	e.t.Helper()
+	count, _ := e.storedIDs("logs")
+	parked := e.parkedIDs()
+	for i, id := range ids {
+		reason, isParked := parked[id]
+		if n := count[id]; n+b2i(isParked) != 1 {
+			e.t.Errorf("record %s stored %d times and parked %v, want exactly one of them", id, n, isParked)
+		}
+		if _, chokes := bad[i]; chokes && !e.srv.Real {
+			if !isParked || !strings.Contains(reason, "closed the connection") {
+				e.t.Errorf("record %s (a value the test server closes the connection on): parked %v, reason %q", id, isParked, reason)
+			}
+		} else if isParked {
+			e.t.Errorf("record %s parked, a good record: %s", id, reason)
+		}
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+var chokeValues = map[int]any{9: math.NaN(), 23: uint64(math.MaxUint64)}
+
+// One flush: the bad records are parked with the reason, the rest stored
+// once, and the chunk acknowledged.
+func TestDeliveryRecordServerChokesOn(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			chunk, ids := chokeChunk(t, 32, chokeValues)
+			e.init("a", e.props("mode", mode, "flush_timeout", "5m"))
+			e.mustFlush("a", "app", chunk)
+			e.exit("a")
+			e.checkStoredOrParked(ids, chokeValues)
+		})
+	}
+}
+
+// The search outlasts flush_timeout: the chunk is retried, each attempt
+// goes on where the last left off, and it ends acknowledged with every
+// record stored or parked once.
+func TestDeliveryRecordServerChokesOnAcrossAttempts(t *testing.T) {
+	if _, real := mongotest.External(); real {
+		t.Skip("MONGO_URI is set: MongoDB stores the values the test server chokes on, so there is no search to outlast")
+	}
+	bad := map[int]any{200: math.NaN()}
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			chunk, ids := chokeChunk(t, 256, bad)
+			e.init("a", e.props("mode", mode, "flush_timeout", "3s"))
+			attempts := 0
+			for rc := harness.FLBRetry; rc != harness.FLBOK; attempts++ {
+				if attempts == 40 {
+					t.Fatalf("no end after %d attempts\n%s", attempts, e.host.Stderr())
+				}
+				if rc = e.flush("a", "app", chunk); rc != harness.FLBOK && rc != harness.FLBRetry {
+					t.Fatalf("flush: rc %d", rc)
+				}
+			}
+			e.exit("a")
+			t.Logf("%d attempts", attempts)
+			e.checkStoredOrParked(ids, bad)
+		})
+	}
+}
