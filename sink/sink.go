@@ -225,7 +225,10 @@ type memo struct {
 // pending returns the records of recs to write, parking those an earlier
 // attempt found unstorable.
 func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Record {
-	var out []*parser.Record
+	if len(stored) == 0 && len(f.prev.known) == 0 {
+		return recs
+	}
+	out := make([]*parser.Record, 0, len(recs))
 	for _, r := range recs {
 		switch {
 		case stored[r.Index]:

@@ -56,6 +56,9 @@ type Buckets struct {
 	mu     sync.Mutex
 	groups map[string]*groupState
 	tick   uint64
+	// buffers holds the byte slices updates are built in: an update is
+	// not referenced once the store has sent it.
+	buffers sync.Pool
 }
 
 // groupState is where this process last saw a group's open bucket. It is a
@@ -97,7 +100,9 @@ type part struct {
 
 // NewBuckets returns a bucket writer.
 func NewBuckets(store Store, cfg BucketConfig, grouper *bucketer.Config, retry Retry) *Buckets {
-	return &Buckets{store: store, cfg: cfg, grouper: grouper, retry: retry, groups: map[string]*groupState{}}
+	b := &Buckets{store: store, cfg: cfg, grouper: grouper, retry: retry, groups: map[string]*groupState{}}
+	b.buffers.New = func() any { return new([]byte) }
+	return b
 }
 
 // acquire locks the state of group id, creating it when needed.
@@ -310,7 +315,11 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, 
 		if b.cfg.Idempotent {
 			size += opsBytes(p.n)
 		}
-		_, err := b.store.Upsert(ctx, b.collection(g), b.filter(g, p), b.update(g, p, batch, sum, size, tag))
+		buf := b.buffers.Get().(*[]byte)
+		update := b.update((*buf)[:0], g, p, batch, sum, size, tag)
+		_, err := b.store.Upsert(ctx, b.collection(g), b.filter(g, p), update)
+		*buf = update[:0]
+		b.buffers.Put(buf)
 		class := Classify(err)
 		if class == Transient && mongo.IsNetworkError(err) {
 			// Once a search is under way, the content around it is suspect
@@ -483,9 +492,8 @@ func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
 		AppendInt32("count", int32(p.count)).Build())
 }
 
-// update builds the update document of one write.
-func (b *Buckets) update(g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size int, tag uint32) bson.Raw {
-	dst := make([]byte, 0, sum.Bytes+1024)
+// update builds the update document of one write into dst.
+func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size int, tag uint32) bson.Raw {
 	at, dst := bsoncore.ReserveLength(dst)
 
 	ins, dst := bsoncore.AppendDocumentElementStart(dst, "$setOnInsert")
