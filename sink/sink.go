@@ -119,6 +119,7 @@ type Sink struct {
 	// learnt. It only saves work: what is not remembered is found again.
 	unfinished map[string]*memo
 	order      []string
+	flushing   map[string]*chunkLock // chunks being flushed, by id
 	batches    sync.Pool
 	totals     Totals
 	ready      sync.Map // collections Setup has prepared
@@ -144,7 +145,8 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	if err != nil {
 		return nil, err
 	}
-	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log, unfinished: map[string]*memo{}}
+	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log,
+		unfinished: map[string]*memo{}, flushing: map[string]*chunkLock{}}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
@@ -182,6 +184,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		id = <-ids
 	}
 	res := Result{Records: len(batch.Records) + len(batch.Bad)}
+	defer s.lockChunk(id)()
 	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}}
 	var err error
 	if s.opt.Mode == ModeFlat {
@@ -262,6 +265,36 @@ func (s *Sink) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totals
+}
+
+// chunkLock serialises the flushes of one chunk.
+type chunkLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lockChunk waits until no other flush of chunk id runs and returns the
+// unlock. Fluent Bit does not send a chunk again while it is being
+// flushed; were it to, the second flush would look up what is stored
+// before the first had written it.
+func (s *Sink) lockChunk(id string) (unlock func()) {
+	s.mu.Lock()
+	l := s.flushing[id]
+	if l == nil {
+		l = &chunkLock{}
+		s.flushing[id] = l
+	}
+	l.users++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.flushing, id)
+		}
+		s.mu.Unlock()
+	}
 }
 
 // remembered returns what an unfinished flush of chunk id learnt.

@@ -11,8 +11,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
 // idRecord is a record with an id field (counted by storedIDs) and a body
@@ -158,4 +162,26 @@ func (e *env) restartHost() {
 		e.t.Fatal(err)
 	}
 	e.host = startHost(e.t)
+}
+
+// The same chunk flushed twice at once by one instance (Fluent Bit does not
+// do so; were it to) is stored once: the second flush looks up what the
+// first stored only once the first has finished.
+func TestDeliverySameChunkAtOnce(t *testing.T) {
+	e := newDBEnv(t)
+	chunk, _ := appSlice(t, 500)
+	lim := limits{100, 64 << 10}
+	s := e.newSink(sinkOptions(lim.records, lim.bytes), e.store(), fastRetry)
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res := s.Flush(t.Context(), "app.log", chunk); res.Status != sink.Done {
+				t.Errorf("flush: %v (%v)", res.Status, res.Err)
+			}
+		}()
+	}
+	wg.Wait()
+	sameEntries(t, checkBuckets(t, e.all("logs"), lim), decodeFixture(t, chunk, parser.Options{}))
 }
