@@ -18,11 +18,36 @@ import (
 // outputs as given. It returns Fluent Bit's output once it has exited.
 func fluentBit(t *testing.T, service, outputs string, during func()) string {
 	t.Helper()
+	fb, dir, conf := fluentBitConf(t, service, "    Exit_On_Eof    On\n", outputs)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fb, "-c", conf)
+	cmd.Dir = dir
+	var out harness.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if during != nil {
+		during()
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("fluent-bit: %v\n%s", err, out.String())
+	}
+	return out.String()
+}
+
+// fluentBitConf finds fluent-bit on PATH (skipping the test when there is
+// none) and writes its configuration into a new directory: the plugin
+// loaded through a plugins file, the app log tailed with a JSON parser and
+// the input settings given, and the service settings and outputs given.
+func fluentBitConf(t *testing.T, service, input, outputs string) (fb, dir, conf string) {
+	t.Helper()
 	fb, err := exec.LookPath("fluent-bit")
 	if err != nil {
 		t.Skip("no fluent-bit on PATH; the host harness tests cover the same calls")
 	}
-	dir := t.TempDir()
+	dir = t.TempDir()
 	logFile, err := filepath.Abs(fixture("app-5000.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +67,7 @@ func fluentBit(t *testing.T, service, outputs string, during func()) string {
     Time_Format %Y-%m-%dT%H:%M:%S.%LZ
     Time_Keep   On
 `)
-	conf := write("fluent-bit.conf", `[SERVICE]
+	conf = write("fluent-bit.conf", `[SERVICE]
     Flush        1
     Log_Level    info
     Plugins_File plugins.conf
@@ -54,25 +79,9 @@ func fluentBit(t *testing.T, service, outputs string, during func()) string {
     Tag            app.log
     Parser         app_json
     Read_From_Head On
-    Exit_On_Eof    On
-
+`+input+`
 `+outputs)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, fb, "-c", conf)
-	cmd.Dir = dir
-	var out harness.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if during != nil {
-		during()
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("fluent-bit: %v\n%s", err, out.String())
-	}
-	return out.String()
+	return fb, dir, conf
 }
 
 // A real Fluent Bit, when one is on PATH, tails the app log through two
@@ -143,5 +152,72 @@ func TestRealFluentBitServerDown(t *testing.T) {
 	checkSeqs(t, entries, 5000)
 	if t.Failed() {
 		t.Logf("fluent-bit output:\n%s", out)
+	}
+}
+
+// A real Fluent Bit with filesystem storage is killed (SIGKILL) while the
+// plugin writes a chunk, and started again: it resends the chunks it had
+// not seen acknowledged, one of them partly stored by the killed process.
+// Every line lands exactly once.
+func TestRealFluentBitKilledAndRestarted(t *testing.T) {
+	e := newEnv(t)
+	fb, dir, conf := fluentBitConf(t, "    storage.path store\n    storage.sync full\n",
+		"    DB             tail.db\n    storage.type   filesystem\n", `[OUTPUT]
+    Name               mongodb
+    Match              app.*
+    Workers            1
+    Retry_Limit        no_limits
+    uri                `+e.srv.URI+`
+    database           `+e.dbName+`
+    collection         logs
+    bucket_max_records 20
+    plugin_log_level   debug
+`)
+	count := func() int {
+		n := 0
+		for _, d := range e.all("logs") {
+			n += int(d.Lookup("count").AsInt64())
+		}
+		return n
+	}
+	var out harness.Buffer
+	start := func() *exec.Cmd {
+		cmd := exec.Command(fb, "-c", conf)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	// Kill it once some buckets of the chunk are written, not all.
+	cmd := start()
+	deadline := time.Now().Add(2 * time.Minute)
+	for n := count(); n < 100; n = count() {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing written in 2 minutes\n%s", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	killedAt := count()
+	if killedAt >= 5000 {
+		t.Skip("the chunk was written whole before the kill; nothing to resend")
+	}
+	cmd = start()
+	restarted := time.Now()
+	for count() < 5000 && time.Now().Before(deadline.Add(2*time.Minute)) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("all stored %v after the restart", time.Since(restarted))
+	_ = cmd.Process.Signal(os.Interrupt)
+	_ = cmd.Wait()
+	entries := checkBuckets(t, e.all("logs"), defaultLimits)
+	checkSeqs(t, entries, 5000)
+	t.Logf("%d lines stored when killed", killedAt)
+	if t.Failed() {
+		t.Logf("fluent-bit output:\n%s", out.String())
 	}
 }
