@@ -26,6 +26,10 @@ import (
 // reportEvery is how often a summary line is logged at info.
 const reportEvery = time.Minute
 
+// dropRetry is how long a failed partition drop waits before it is tried
+// again.
+const dropRetry = 5 * time.Minute
+
 // exitGrace bounds how long Exit waits for flushes in flight beyond their
 // own deadline.
 const exitGrace = 5 * time.Second
@@ -47,9 +51,10 @@ type Instance struct {
 	exitOnce sync.Once
 	// retention orders partition drops after the flushes in flight, so a
 	// flush never writes into a partition being dropped; kept is the start
-	// of the kept range partition_keep last applied (under retention).
-	retention sync.RWMutex
-	kept      time.Time
+	// of the kept range partition_keep last applied, failed the time of the
+	// last attempt that failed (both under retention).
+	retention    sync.RWMutex
+	kept, failed time.Time
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -204,12 +209,17 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 			status = sink.Retry
 		}
 	}()
-	in.retention.RLock()
-	res := in.sink.Flush(in.ctx, tag, data)
-	in.retention.RUnlock()
+	res := in.flush(tag, data)
 	in.dropOldPartitions()
 	in.report()
 	return res.Status
+}
+
+// flush runs the sink's flush under the retention lock's read side.
+func (in *Instance) flush(tag string, data []byte) sink.Result {
+	in.retention.RLock()
+	defer in.retention.RUnlock()
+	return in.sink.Flush(in.ctx, tag, data)
 }
 
 // layout is how the instance's collections are set up.
@@ -248,16 +258,20 @@ func (in *Instance) setup(ctx context.Context, coll string) error {
 // runs once per period and process, after the flushes in flight.
 func (in *Instance) dropOldPartitions() {
 	p, now := in.partitions(), time.Now()
+	if p.Keep == 0 {
+		return
+	}
 	oldest := p.Oldest(now)
+	due := func() bool { return oldest.After(in.kept) && now.Sub(in.failed) >= dropRetry }
 	in.retention.RLock()
-	done := !oldest.After(in.kept)
+	ok := due()
 	in.retention.RUnlock()
-	if p.Keep == 0 || done {
+	if !ok {
 		return
 	}
 	in.retention.Lock()
 	defer in.retention.Unlock()
-	if !oldest.After(in.kept) {
+	if !due() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
@@ -267,7 +281,8 @@ func (in *Instance) dropOldPartitions() {
 		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Name(oldest))
 	}
 	if err != nil {
-		in.log.Warnf("applying partition_keep: %v", err)
+		in.failed = now
+		in.log.Warnf("applying partition_keep: %v (tried again in %v)", err, dropRetry)
 		return
 	}
 	in.kept = oldest

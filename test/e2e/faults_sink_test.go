@@ -30,31 +30,32 @@ func appSlice(t *testing.T, n int) ([]byte, [][]byte) {
 	return join(recs), recs
 }
 
-// A chunk whose flush is cut off after some bucket writes (the server
-// becomes unreachable at the failAt-th upsert, and the flush gives up as at
-// its deadline) is given back for a retry
-// with part of it stored; sent again, by the same sink or by a new one on
-// the same database (a restarted agent: nothing in memory, only the ops
-// recorded in the buckets), it ends stored exactly once. In the "applied"
-// cases the cut-off write reached the server but its reply was lost.
+// interruptions are the ways a flush is cut off: the server becomes
+// unreachable at a write, which in the "applied" cases reached the server
+// with its reply lost; the chunk is then sent again by the same sink or, in
+// the "restart" cases, by a new one (nothing in memory).
+var interruptions = []struct {
+	name    string
+	err     error
+	apply   bool
+	restart bool
+}{
+	{"network", errNetwork, false, false},
+	{"timeout-applied", errTimeout, true, false},
+	{"network-applied", errNetwork, true, false},
+	{"network-restart", errNetwork, false, true},
+	{"timeout-applied-restart", errTimeout, true, true},
+}
+
+// A chunk whose flush is cut off after some bucket writes (at the failAt-th
+// upsert, the flush giving up as at its deadline) is given back for a
+// retry with part of it stored; sent again, it ends stored exactly once.
 func TestFaultsInterruptedChunkResent(t *testing.T) {
 	const n, perBucket, failAt = 1000, 100, 4
 	chunk, _ := appSlice(t, n)
 	want := decodeFixture(t, chunk, parser.Options{})
 	lim := limits{perBucket, 64 << 10}
-	cases := []struct {
-		name    string
-		err     error
-		apply   bool
-		restart bool
-	}{
-		{"network", errNetwork, false, false},
-		{"timeout-applied", errTimeout, true, false},
-		{"network-applied", errNetwork, true, false},
-		{"network-restart", errNetwork, false, true},
-		{"timeout-applied-restart", errTimeout, true, true},
-	}
-	for _, c := range cases {
+	for _, c := range interruptions {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(lim.records, lim.bytes)
@@ -162,19 +163,7 @@ func TestFaultsRetriedWithinFlush(t *testing.T) {
 func TestFaultsFlatInterruptedChunkResent(t *testing.T) {
 	const n = 1000
 	chunk, _ := appSlice(t, n)
-	cases := []struct {
-		name    string
-		err     error
-		apply   bool
-		restart bool
-	}{
-		{"network", errNetwork, false, false},
-		{"timeout-applied", errTimeout, true, false},
-		{"network-applied", errNetwork, true, false},
-		{"network-restart", errNetwork, false, true},
-		{"timeout-applied-restart", errTimeout, true, true},
-	}
-	for _, c := range cases {
+	for _, c := range interruptions {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(0, 0)
