@@ -208,17 +208,18 @@ func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer
 // that hold an op element with tag.
 func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 	var starts []time.Time
-	keys := map[time.Time]*bsoncore.ArrayBuilder{}
+	keys := map[int64]*bsoncore.ArrayBuilder{} // by start, in ms
 	for _, g := range gs {
-		if keys[g.Start] == nil {
+		ms := g.Start.UnixMilli()
+		if keys[ms] == nil {
 			starts = append(starts, g.Start)
-			keys[g.Start] = bsoncore.NewArrayBuilder()
+			keys[ms] = bsoncore.NewArrayBuilder()
 		}
-		keys[g.Start].AppendDocument(g.Key)
+		keys[ms].AppendDocument(g.Key)
 	}
 	clause := func(start time.Time) bsoncore.Document {
 		c := bsoncore.NewDocumentBuilder().AppendDocument("key",
-			bsoncore.NewDocumentBuilder().AppendArray("$in", keys[start].Build()).Build())
+			bsoncore.NewDocumentBuilder().AppendArray("$in", keys[start.UnixMilli()].Build()).Build())
 		if !start.IsZero() {
 			c.AppendDateTime("start", start.UnixMilli())
 		}
