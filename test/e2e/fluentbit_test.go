@@ -170,7 +170,7 @@ func TestRealFluentBitKilledAndRestarted(t *testing.T) {
     uri                `+e.srv.URI+`
     database           `+e.dbName+`
     collection         logs
-    bucket_max_records 20
+    bucket_max_records 100
     plugin_log_level   debug
 `)
 	count := func() int {
@@ -192,7 +192,7 @@ func TestRealFluentBitKilledAndRestarted(t *testing.T) {
 	// Kill it once some buckets of the chunk are written, not all.
 	cmd := start()
 	deadline := time.Now().Add(2 * time.Minute)
-	for n := count(); n < 100; n = count() {
+	for n := count(); n < 200; n = count() {
 		if time.Now().After(deadline) {
 			t.Fatalf("nothing written in 2 minutes\n%s", out.String())
 		}
