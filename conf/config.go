@@ -91,8 +91,12 @@ type Config struct {
 	Stats            []string // field paths aggregated as {min,max,sum}
 	CountBy          []string // field paths whose values are counted
 
-	Idempotent           bool
-	MaxInflight          int
+	Idempotent  bool
+	MaxInflight int
+	WriteBatch  int
+	// ShardKey is the key the plugin shards the collections it creates
+	// on; nil: none.
+	ShardKey             []ShardField
 	FlushTimeout         time.Duration
 	ConnectTimeout       time.Duration
 	DeadLetterCollection string
@@ -124,6 +128,14 @@ type Config struct {
 	InstanceName   string // empty: the plugin layer names the instance
 }
 
+// ShardField is one field of a shard key: "_id", "start", or a bucket_key
+// path (the tag_key when bucket_key is empty), whose stored field is
+// key.<path> with dots replaced.
+type ShardField struct {
+	Name   string
+	Hashed bool
+}
+
 // KeyDoc documents one configuration key.
 type KeyDoc struct {
 	Key     string
@@ -149,6 +161,8 @@ var keyTable = []KeyDoc{
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
 	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk."},
 	{"max_inflight", "4", "Concurrent writes to MongoDB per instance (1-64)."},
+	{"write_batch", "100", "Bucket writes sent in one unordered update command (1-1000); `1` sends one write per command. Use 20 or less on FerretDB, which deadlocks on larger update batches."},
+	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},
 	{"connect_timeout", "10s", "Deadline for connecting to MongoDB (1s-5m)."},
 	{"dead_letter_collection", "<collection>_dead", "Collection for records that cannot be written (poison records). Cannot be disabled; must differ from collection."},
@@ -174,6 +188,21 @@ var keyTable = []KeyDoc{
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
+}
+
+// shardKeyString is the shard key as a user writes it.
+func (c *Config) shardKeyString() string {
+	if len(c.ShardKey) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(c.ShardKey))
+	for i, f := range c.ShardKey {
+		parts[i] = f.Name
+		if f.Hashed {
+			parts[i] += ":hashed"
+		}
+	}
+	return strings.Join(parts, ",")
 }
 
 // Redacted returns the connection string with its password hidden.
@@ -219,6 +248,8 @@ func (c *Config) settings() [][2]string {
 		{"count_by", strings.Join(c.CountBy, ",")},
 		{"idempotent", formatBool(c.Idempotent)},
 		{"max_inflight", strconv.Itoa(c.MaxInflight)},
+		{"write_batch", strconv.Itoa(c.WriteBatch)},
+		{"shard_key", c.shardKeyString()},
 		{"flush_timeout", formatDuration(c.FlushTimeout)},
 		{"connect_timeout", formatDuration(c.ConnectTimeout)},
 		{"dead_letter_collection", c.DeadLetterCollection},

@@ -81,6 +81,7 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 
 	c.Idempotent = r.boolean("idempotent")
 	c.MaxInflight = r.integer("max_inflight", 1, 64)
+	c.WriteBatch = r.integer("write_batch", 1, 1000)
 	c.FlushTimeout = r.duration("flush_timeout", func(d time.Duration) string {
 		return between(int64(d), int64(time.Second), int64(10*time.Minute), "1s and 10m")
 	})
@@ -492,6 +493,61 @@ func (r *reader) instanceName(key string) string {
 
 // combinations checks rules that involve several keys. A key whose own value
 // was rejected is not checked again.
+// shardKey reads shard_key, which depends on the mode and the bucket key.
+func (r *reader) shardKey(c *Config) []ShardField {
+	v, _ := r.raw("shard_key")
+	switch strings.ToLower(v) {
+	case "none":
+		return nil
+	case "hashed_id":
+		return []ShardField{{Name: "_id", Hashed: true}}
+	}
+	if c.Mode == ModeFlat {
+		r.invalid("shard_key", v, "mode flat shards only on a hashed _id (its _id grows with time and would make one shard hot): use none or hashed_id")
+		return nil
+	}
+	keyFields := c.BucketKey
+	if len(keyFields) == 0 {
+		keyFields = []string{c.TagKey}
+	}
+	if strings.EqualFold(v, "key_start") {
+		var out []ShardField
+		for _, f := range keyFields {
+			out = append(out, ShardField{Name: f})
+		}
+		if c.BucketWindow > 0 {
+			out = append(out, ShardField{Name: "start"})
+		}
+		return out
+	}
+	list, why := parseList(v)
+	var out []ShardField
+	hashed := 0
+	for _, item := range list {
+		name, suffix, isHashed := strings.Cut(item, ":")
+		switch {
+		case isHashed && suffix != "hashed":
+			why = strconv.Quote(item) + ": the only suffix is :hashed"
+		case name == "start" && c.BucketWindow == 0:
+			why = "start needs a bucket_window (bucket_window is 0: buckets have no start)"
+		case name != "_id" && name != "start" && !slices.Contains(keyFields, name):
+			why = strconv.Quote(name) + " is not _id, start or a bucket_key field (" + strings.Join(keyFields, ",") + "): the update filter names only those"
+		}
+		if isHashed {
+			hashed++
+		}
+		out = append(out, ShardField{Name: name, Hashed: isHashed})
+	}
+	if why == "" && hashed > 1 {
+		why = "at most one field can be hashed"
+	}
+	if why != "" {
+		r.invalid("shard_key", v, why+"; allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields")
+		return nil
+	}
+	return out
+}
+
 func (r *reader) combinations(c *Config) {
 	ok := func(keys ...string) bool {
 		for _, k := range keys {
@@ -520,6 +576,10 @@ func (r *reader) combinations(c *Config) {
 
 	if ok("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == PartitionNone {
 		r.invalid("partition_keep", r.set["partition_keep"], "needs partition day or month (partition is none)")
+	}
+
+	if ok("shard_key", "mode", "bucket_key", "bucket_window", "tag_key") {
+		c.ShardKey = r.shardKey(c)
 	}
 
 	if ok("capped_size") && c.CappedSize > 0 {

@@ -5,13 +5,16 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
@@ -55,6 +58,8 @@ type Instance struct {
 	// last attempt that failed (both under retention).
 	retention    sync.RWMutex
 	kept, failed time.Time
+	// shardWarned: a refusal to shard was logged at warn.
+	shardWarned atomic.Bool
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -65,12 +70,20 @@ type Instance struct {
 // wait for MongoDB: an unreachable server is logged, and flushes are
 // retried until it is back.
 func New(g conf.Getter, defaultName string, logOut io.Writer) (*Instance, error) {
-	return newInstance(g, defaultName, logOut, nil)
+	return NewWith(g, defaultName, logOut, Seams{})
 }
 
-// newInstance is New with a seam for tests: wrap, if not nil, wraps the
-// MongoDB store the sink writes through (fault injection).
-func newInstance(g conf.Getter, defaultName string, logOut io.Writer, wrap func(writer.Store) writer.Store) (*Instance, error) {
+// Seams are what tests reach into an instance with.
+type Seams struct {
+	// Monitor, if set, sees every command the instance's client sends.
+	Monitor *event.CommandMonitor
+	// Wrap, if set, wraps the MongoDB store the sink writes through
+	// (fault injection).
+	Wrap func(writer.Store) writer.Store
+}
+
+// NewWith is New with seams for tests.
+func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (*Instance, error) {
 	cfg, err := conf.Parse(g, nil, nil)
 	if err != nil {
 		return nil, err
@@ -88,6 +101,9 @@ func newInstance(g conf.Getter, defaultName string, logOut io.Writer, wrap func(
 		SetAppName("fluent-bit-out_mongodb").
 		SetConnectTimeout(cfg.ConnectTimeout).
 		SetServerSelectionTimeout(cfg.ConnectTimeout)
+	if seams.Monitor != nil {
+		copts.SetMonitor(seams.Monitor)
+	}
 	if wc := writeConcern(cfg); wc != nil {
 		copts.SetWriteConcern(wc)
 	}
@@ -97,8 +113,8 @@ func newInstance(g conf.Getter, defaultName string, logOut io.Writer, wrap func(
 	}
 	db := client.Database(cfg.Database)
 	var store writer.Store = writer.MongoStore{DB: db, Majority: cfg.WriteConcern.Majority}
-	if wrap != nil {
-		store = wrap(store)
+	if seams.Wrap != nil {
+		store = seams.Wrap(store)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now()}
@@ -162,6 +178,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		TagKey:        cfg.TagKey,
 		Idempotent:    cfg.Idempotent,
 		MaxInflight:   cfg.MaxInflight,
+		WriteBatch:    cfg.WriteBatch,
 		FlushTimeout:  cfg.FlushTimeout,
 		TTL:           cfg.TTL,
 		TTLJitter:     cfg.TTLJitter,
@@ -224,9 +241,9 @@ func (in *Instance) flush(tag string, data []byte) sink.Result {
 
 // layout is how the instance's collections are set up.
 func layout(cfg *conf.Config) writer.Layout {
-	l := writer.Layout{TTL: cfg.TTL > 0, CappedSize: cfg.CappedSize}
+	l := writer.Layout{TTL: cfg.TTL > 0, CappedSize: cfg.CappedSize, ShardKey: shardKey(cfg)}
 	if !cfg.CreateIndexes {
-		return writer.Layout{CappedSize: cfg.CappedSize}
+		return writer.Layout{CappedSize: cfg.CappedSize, ShardKey: l.ShardKey}
 	}
 	switch {
 	case cfg.Mode == conf.ModeFlat:
@@ -239,11 +256,51 @@ func layout(cfg *conf.Config) writer.Layout {
 	return l
 }
 
-// setup prepares a collection before its first write: capped creation
-// (which must succeed first), then indexes.
+// shardKey is the shard key document of shard_key: bucket_key fields are
+// stored under key.<field name>.
+func shardKey(cfg *conf.Config) bson.D {
+	if len(cfg.ShardKey) == 0 {
+		return nil
+	}
+	names := bucketer.Config{ReplaceDot: cfg.KeyReplaceDot, ReplaceDollar: cfg.KeyReplaceDollar}
+	var d bson.D
+	for _, f := range cfg.ShardKey {
+		name := f.Name
+		if name != "_id" && name != "start" {
+			name = "key." + names.FieldName(name)
+		}
+		var v any = 1
+		if f.Hashed {
+			v = "hashed"
+		}
+		d = append(d, bson.E{Key: name, Value: v})
+	}
+	return d
+}
+
+// setup prepares a collection before its first write: sharding and capped
+// creation (which must succeed first), then indexes.
 func (in *Instance) setup(ctx context.Context, coll string) error {
 	db := in.client.Database(in.cfg.Database)
 	l := layout(in.cfg)
+	if l.ShardKey != nil {
+		err := writer.ShardCollection(ctx, db, coll, l.ShardKey)
+		var refused mongo.ServerError
+		switch {
+		case errors.As(err, &refused):
+			// The server answered: not a sharded cluster, not allowed.
+			if in.shardWarned.CompareAndSwap(false, true) {
+				in.log.Warnf("shard_key: the server refused to shard %s on %s: %v (writing unsharded; further refusals are logged at debug)",
+					coll, writer.FormatKeys(l.ShardKey), err)
+			} else {
+				in.log.Debugf("shard_key: the server refused to shard %s: %v", coll, err)
+			}
+		case err != nil:
+			return &sink.SetupRequired{Err: fmt.Errorf("sharding collection %s: %w", coll, err)}
+		default:
+			in.log.Infof("sharded collection %s on %s", coll, writer.FormatKeys(l.ShardKey))
+		}
+	}
 	if l.CappedSize > 0 {
 		if err := writer.CreateCapped(ctx, db, coll, l.CappedSize); err != nil {
 			return &sink.SetupRequired{Err: fmt.Errorf("creating capped collection %s: %w", coll, err)}

@@ -66,14 +66,18 @@ func (f *fakeStore) run(ctx context.Context) error {
 	return nil
 }
 
-func (f *fakeStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
+func (f *fakeStore) Upserts(ctx context.Context, coll string, ups []writer.Upsert) []error {
+	errs := make([]error, len(ups))
 	if err := f.run(ctx); err != nil {
-		return false, err
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.upserts++
-	return true, nil
+	f.upserts += len(ups)
+	return errs
 }
 
 func (f *fakeStore) Ping(ctx context.Context) error { return f.run(ctx) }
@@ -112,7 +116,7 @@ func testConfig(kv ...string) conf.Map {
 func newTest(t *testing.T, store *fakeStore, kv ...string) (*Instance, *syncBuffer) {
 	t.Helper()
 	log := &syncBuffer{}
-	in, err := newInstance(testConfig(kv...), "mongodb.0", log, func(writer.Store) writer.Store { return store })
+	in, err := NewWith(testConfig(kv...), "mongodb.0", log, Seams{Wrap: func(writer.Store) writer.Store { return store }})
 	if err != nil {
 		t.Fatal(err)
 	}

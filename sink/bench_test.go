@@ -16,7 +16,9 @@ import (
 // nullStore accepts every write without I/O.
 type nullStore struct{}
 
-func (nullStore) Upsert(context.Context, string, bson.Raw, bson.Raw) (bool, error) { return true, nil }
+func (nullStore) Upserts(_ context.Context, _ string, ups []writer.Upsert) []error {
+	return make([]error, len(ups))
+}
 func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
 	return nil, nil
 }
@@ -44,7 +46,7 @@ func benchFlush(b *testing.B, file, line string) {
 	}
 	opt := Options{
 		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
-		MaxInflight: 4, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		MaxInflight: 4, WriteBatch: 100, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_", Line: lp, ParseKey: "log"},
 		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
 	}

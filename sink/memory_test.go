@@ -34,7 +34,7 @@ func TestMemoryDoesNotGrowWithFlushes(t *testing.T) {
 	}
 	opt := Options{
 		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
-		MaxInflight: 4, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		MaxInflight: 4, WriteBatch: 100, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 		Grouper: bucketer.Config{KeyPaths: []string{"module"}, TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_",
 			Stats: []string{"cost"}, CountBy: []string{"level"}},

@@ -34,12 +34,16 @@ const (
 
 // Options configure a Sink.
 type Options struct {
-	Mode         Mode
-	Collection   string
-	DeadLetter   string
-	TagKey       string
-	Idempotent   bool
-	MaxInflight  int
+	Mode       Mode
+	Collection string
+	DeadLetter string
+	TagKey     string
+	Idempotent bool
+	// MaxInflight bounds the write commands the sink has in flight at
+	// once, over all its flushes.
+	MaxInflight int
+	// WriteBatch is the most bucket writes sent in one command.
+	WriteBatch   int
 	FlushTimeout time.Duration
 	TTL          time.Duration
 	TTLJitter    time.Duration
@@ -145,11 +149,12 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	if err != nil {
 		return nil, err
 	}
+	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1))}
 	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log,
 		unfinished: map[string]*memo{}, flushing: map[string]*chunkLock{}}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
-		Idempotent: opt.Idempotent, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
+		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
 	}, &s.opt.Grouper, retry)
 	s.batches.New = func() any { return new(parser.Batch) }
 	return s, nil
@@ -391,8 +396,8 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 	return nil
 }
 
-// writeBuckets writes the chunk's groups, up to MaxInflight at once, after
-// one read for what earlier attempts of the chunk stored.
+// writeBuckets writes the chunk's groups after one read for what earlier
+// attempts of the chunk stored.
 func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var groups []*bucketer.Group
 	colls, parts := s.route(f)
@@ -410,36 +415,61 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	if err != nil {
 		return err
 	}
-	sem := make(chan struct{}, max(s.opt.MaxInflight, 1))
-	var wg sync.WaitGroup
-	errs := make([]error, len(groups))
-	outs := make([]writer.Outcome, len(groups))
-	for i, g := range groups {
-		todo := f.pending(g.Records, stored)
-		if len(todo) == 0 {
-			continue
+	var jobs []writer.Job
+	for _, g := range groups {
+		if todo := f.pending(g.Records, stored); len(todo) > 0 {
+			jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[g.Collection+"\x00"+g.ID]})
 		}
-		limit := f.prev.limits[g.Collection+"\x00"+g.ID]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			errs[i] = guard(func() (err error) {
-				outs[i], err = s.buckets.Write(ctx, f.id, g, todo, limit)
-				return err
-			})
-		}()
 	}
-	wg.Wait()
+	var outs []writer.Outcome
+	err = guard(func() (err error) {
+		outs, err = s.buckets.Write(ctx, f.id, jobs)
+		return err
+	})
 	for i, o := range outs {
 		res.Stored += o.Stored
 		f.parked = append(f.parked, o.Poison...)
 		if o.Limit > 0 {
-			f.limits[groups[i].Collection+"\x00"+groups[i].ID] = o.Limit
+			g := jobs[i].Group
+			f.limits[g.Collection+"\x00"+g.ID] = o.Limit
 		}
 	}
-	return errors.Join(errs...)
+	return err
+}
+
+// limited is a Store that has at most cap(slots) write commands in flight.
+type limited struct {
+	writer.Store
+	slots chan struct{}
+}
+
+func (l *limited) acquire(ctx context.Context) error {
+	select {
+	case l.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *limited) Upserts(ctx context.Context, coll string, ups []writer.Upsert) []error {
+	if err := l.acquire(ctx); err != nil {
+		errs := make([]error, len(ups))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	defer func() { <-l.slots }()
+	return l.Store.Upserts(ctx, coll, ups)
+}
+
+func (l *limited) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
+	if err := l.acquire(ctx); err != nil {
+		return err
+	}
+	defer func() { <-l.slots }()
+	return l.Store.InsertMany(ctx, coll, docs)
 }
 
 // guard runs fn and turns a panic into an error, so a bug below a flush

@@ -2,8 +2,12 @@ package writer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime/debug"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,6 +36,8 @@ type BucketConfig struct {
 	// Idempotent records every write in the bucket's ops array, so that a
 	// chunk sent again finds what earlier attempts stored (see Stored).
 	Idempotent bool
+	// WriteBatch is the most statements per update command (below 2: one).
+	WriteBatch int
 	// TTL, when set, gives each bucket an expireAt of its newest entry's
 	// time + TTL + a jitter in [0, TTLJitter) fixed per bucket.
 	TTL, TTLJitter time.Duration
@@ -248,136 +254,337 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 // values they do not support.
 const suspectAfter = 2
 
-// Write stores recs, records of g in chunk order, and returns what it
-// stored and parked. limit, when above 0, caps the records per write (an
-// earlier attempt's Outcome.Limit). An error (a transient failure
-// outlasting the flush deadline) means the flush must be retried; the
-// outcome then says what was achieved before it.
+// Job is the records of one group to write, in chunk order. Limit, when
+// above 0, caps the records per write (an earlier attempt's Outcome.Limit).
+type Job struct {
+	Group *bucketer.Group
+	Recs  []*parser.Record
+	Limit int
+}
+
+// Write stores the records of jobs and returns, per job, what it stored and
+// parked. An error (a transient failure outlasting the flush deadline)
+// means the flush must be retried; the outcomes then say what was achieved
+// before it.
 //
-// Records whose writes fail for their content are isolated by splitting
-// the write in halves down to the record, which is parked with the reason;
-// content is suspected when MongoDB refuses it, or when the same write
-// keeps losing its connection while the server answers otherwise.
-func (b *Buckets) Write(ctx context.Context, chunkID string, g *bucketer.Group, recs []*parser.Record, limit int) (out Outcome, err error) {
-	st, err := b.acquire(ctx, b.collection(g)+"\x00"+g.ID)
-	if err != nil {
-		return out, err
+// The writes go out in rounds: each round takes the next write of every
+// group not done and sends them as unordered commands of up to WriteBatch
+// statements per collection, up to the store's concurrency. Each statement
+// keeps its own outcome: a duplicate key re-plans its group, a write
+// conflict or a timeout repeats it, and a statement whose outcome the reply
+// does not show is repeated alone. Records whose writes fail for their
+// content are isolated by splitting the group's write in halves down to the
+// record, which is parked with the reason; content is suspected when
+// MongoDB refuses it, or when the same write keeps losing its connection
+// while the server answers otherwise.
+func (b *Buckets) Write(ctx context.Context, chunkID string, jobs []Job) ([]Outcome, error) {
+	ws := make([]*groupWrite, len(jobs))
+	keys := make([]string, len(jobs))
+	order := make([]int, len(jobs))
+	for i, j := range jobs {
+		keys[i], order[i] = b.collection(j.Group)+"\x00"+j.Group.ID, i
 	}
-	defer st.release()
-	tag := ChunkTag(chunkID)
-	extra := len(b.grouper.CountBy) * 160
-	header := b.header(g)
-	var (
-		p *part
-		// While suspect > 0, the next suspect records are written at most
-		// limit at a time.
-		suspect int
-		// doubt: a write to bucket p.seq at p.count may have been applied.
-		doubt            bool
-		attempt, netErrs int
-		unexplained      int
-	)
-	if limit > 0 {
-		suspect = len(recs)
-	}
+	// Groups are locked in one order, so flushes sharing groups never wait
+	// for each other in a cycle.
+	sort.Slice(order, func(x, y int) bool { return keys[order[x]] < keys[order[y]] })
 	defer func() {
-		if suspect > 0 {
-			out.Limit = limit
+		for _, w := range ws {
+			if w != nil {
+				w.finish()
+			}
 		}
 	}()
-	park := func(reason string) {
-		out.Poison = append(out.Poison, Parked{recs[0].Index, reason})
-		recs = recs[1:]
-		suspect = max(suspect-1, 0)
-		p = nil
+	for _, i := range order {
+		st, err := b.acquire(ctx, keys[i])
+		if err != nil {
+			return make([]Outcome, len(jobs)), err
+		}
+		ws[i] = b.newGroupWrite(chunkID, jobs[i], st)
 	}
-	for len(recs) > 0 {
-		if p == nil {
-			room := b.cfg.MaxRecords - st.count
-			if suspect > 0 {
-				room = min(room, limit)
+	err := b.rounds(ctx, ws)
+	outs := make([]Outcome, len(jobs))
+	for i, w := range ws {
+		outs[i] = w.outcome()
+	}
+	return outs, err
+}
+
+// rounds runs the writes of ws until every group is done.
+func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
+	active := ws
+	// lost counts the rounds in a row in which a command of several
+	// statements lost its connection.
+	lost := 0
+	for {
+		round := active[:0:0]
+		for _, w := range active {
+			if w.plan() {
+				round = append(round, w)
 			}
-			k := bucketer.Fit(recs, room, b.cfg.MaxBytes-header-st.bytes-opElemBytes, extra+1)
+		}
+		if len(round) == 0 {
+			return nil
+		}
+		active = round
+		cmds := b.commands(round)
+		errs := make([][]error, len(cmds))
+		var wg sync.WaitGroup
+		for i, c := range cmds {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() {
+					if r := recover(); r != nil {
+						err := fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+						errs[i] = slices.Repeat([]error{err}, len(c))
+					}
+				}()
+				ups := make([]Upsert, len(c))
+				for j, w := range c {
+					ups[j] = w.stmt
+				}
+				errs[i] = b.store.Upserts(ctx, b.collection(c[0].g), ups)
+			}()
+		}
+		wg.Wait()
+		// A command of several statements that keeps losing its
+		// connection while the server answers carries content the server
+		// drops connections on: its statements are sent alone from then
+		// on, where each write's own suspicion finds it.
+		shared := false
+		for i, c := range cmds {
+			shared = shared || len(c) > 1 && mongo.IsNetworkError(errs[i][0])
+		}
+		if lost++; !shared {
+			lost = 0
+		}
+		split := shared && lost >= suspectAfter && ctx.Err() == nil && b.store.Ping(ctx) == nil
+		var (
+			wait  int
+			slow  *groupWrite
+			fails []error
+		)
+		for i, c := range cmds {
+			for j, w := range c {
+				backoff, err := w.settle(ctx, errs[i][j], len(c) > 1)
+				if err != nil {
+					fails = append(fails, err)
+				}
+				if len(c) > 1 && split {
+					w.alone = true
+				}
+				if backoff > wait {
+					wait, slow = backoff, w
+				}
+			}
+		}
+		if len(fails) > 0 {
+			return errors.Join(fails...)
+		}
+		if wait > 0 {
+			if err := b.retry.Wait(ctx, wait); err != nil {
+				return fmt.Errorf("writing bucket %s: %w", bucketer.BucketID(slow.g.ID, slow.p.seq), slow.err)
+			}
+		}
+	}
+}
+
+// commands splits the writes of a round into commands: by collection, up
+// to WriteBatch statements each, a write to be sent alone in one of its own.
+func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
+	size := max(b.cfg.WriteBatch, 1)
+	var cmds [][]*groupWrite
+	open := map[string]int{} // collection -> its command being filled
+	for _, w := range round {
+		coll := b.collection(w.g)
+		if w.alone || w.suspect > 0 {
+			cmds = append(cmds, []*groupWrite{w})
+			continue
+		}
+		i, ok := open[coll]
+		if !ok || len(cmds[i]) >= size {
+			i = len(cmds)
+			open[coll] = i
+			cmds = append(cmds, nil)
+		}
+		cmds[i] = append(cmds[i], w)
+	}
+	return cmds
+}
+
+// groupWrite is the writing of one group's records: one write at a time,
+// each planned from where the last left the group's bucket.
+type groupWrite struct {
+	b      *Buckets
+	g      *bucketer.Group
+	st     *groupState
+	recs   []*parser.Record // not yet written
+	tag    uint32
+	header int // the bytes of a bucket beside its entries and ops
+	extra  int // the bytes per entry of its counted values
+	limit  int // while suspect > 0, the records per write
+	// While suspect > 0, the next suspect records are written at most
+	// limit at a time.
+	suspect int
+	p       *part // the write being made, nil when none is planned
+	// doubt: a write to bucket p.seq at p.count may have been applied.
+	doubt                         bool
+	alone                         bool // send the next write in a command of its own
+	attempt, netErrs, unexplained int
+	err                           error // the last error of the write
+	stmt                          Upsert
+	buf                           *[]byte // holds stmt.Update
+	size                          int     // the bytes the write adds
+	out                           Outcome
+}
+
+func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
+	w := &groupWrite{b: b, g: j.Group, st: st, recs: j.Recs, tag: ChunkTag(chunkID),
+		header: b.header(j.Group), extra: len(b.grouper.CountBy) * 160, limit: j.Limit}
+	if j.Limit > 0 {
+		w.suspect = len(j.Recs)
+	}
+	return w
+}
+
+// finish gives back the group and the write's buffer.
+func (w *groupWrite) finish() {
+	w.putBuffer()
+	w.st.release()
+}
+
+func (w *groupWrite) putBuffer() {
+	if w.buf != nil {
+		*w.buf = w.stmt.Update[:0]
+		w.b.buffers.Put(w.buf)
+		w.buf, w.stmt = nil, Upsert{}
+	}
+}
+
+func (w *groupWrite) outcome() Outcome {
+	out := w.out
+	if w.suspect > 0 {
+		out.Limit = w.limit
+	}
+	return out
+}
+
+// park parks the first record not written with reason.
+func (w *groupWrite) park(reason string) {
+	w.out.Poison = append(w.out.Poison, Parked{w.recs[0].Index, reason})
+	w.recs = w.recs[1:]
+	w.suspect = max(w.suspect-1, 0)
+	w.p = nil
+}
+
+// plan prepares the group's next write in w.stmt and reports whether there
+// is one: false when every record is written or parked.
+func (w *groupWrite) plan() bool {
+	b, st := w.b, w.st
+	for len(w.recs) > 0 {
+		if w.p == nil {
+			room := b.cfg.MaxRecords - st.count
+			if w.suspect > 0 {
+				room = min(room, w.limit)
+			}
+			k := bucketer.Fit(w.recs, room, b.cfg.MaxBytes-w.header-st.bytes-opElemBytes, w.extra+1)
 			if k == 0 {
 				if st.count == 0 {
-					park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
-						len(recs[0].Doc), b.cfg.MaxBytes))
+					w.park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
+						len(w.recs[0].Doc), b.cfg.MaxBytes))
 					continue
 				}
 				st.next()
 				continue
 			}
-			p = &part{seq: st.seq, count: st.count, n: k}
-			attempt, netErrs = 0, 0
+			w.p = &part{seq: st.seq, count: st.count, n: k}
+			w.attempt, w.netErrs = 0, 0
 		}
-		batch := recs[:p.n]
+		batch := w.recs[:w.p.n]
 		sum := b.grouper.Summarize(batch)
-		size := sum.Bytes + p.n*extra
+		w.size = sum.Bytes + w.p.n*w.extra
 		if b.cfg.Idempotent {
-			size += opsBytes(p.n)
+			w.size += opsBytes(w.p.n)
 		}
-		buf := b.buffers.Get().(*[]byte)
-		update := b.update((*buf)[:0], g, p, batch, sum, size, tag)
-		_, err := b.store.Upsert(ctx, b.collection(g), b.filter(g, p), update)
-		*buf = update[:0]
-		b.buffers.Put(buf)
-		class := Classify(err)
-		if class == Transient && mongo.IsNetworkError(err) {
-			// Once a search is under way, the content around it is suspect
-			// from the first dropped connection.
-			if netErrs++; (netErrs >= suspectAfter || limit > 0) && ctx.Err() == nil && b.store.Ping(ctx) == nil {
-				class = Poison
-				err = fmt.Errorf("the server closed the connection on this write %d times while answering otherwise: %w", netErrs, err)
-			}
-		}
-		switch class {
-		case OK:
-			st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+size, true
-			out.Stored += p.n
-			recs = recs[p.n:]
-			suspect = max(suspect-p.n, 0)
-			p, doubt, unexplained = nil, false, 0
-		case Duplicate:
-			// All of recs, not only this batch: the write applied may have
-			// been a larger one, cut in halves after its outcome was lost.
-			n, changed, rerr := b.resolve(ctx, g, st, p, doubt, tag, recs)
-			if rerr != nil {
-				return out, rerr
-			}
-			if n > 0 {
-				// An earlier attempt of this write (or of a larger one
-				// that held it) was applied.
-				out.Stored += n
-				recs = recs[n:]
-				suspect = max(suspect-n, 0)
-				doubt, unexplained = false, 0
-			} else if !changed {
-				// Nothing explains the collision with the bucket as
-				// read: another unique index refuses this content.
-				if unexplained++; unexplained >= 2 {
-					class = Poison
-					break
-				}
-			}
-			p = nil
-		case Conflict, Transient:
-			doubt = doubt || class == Transient
-			attempt++
-			if werr := b.retry.Wait(ctx, attempt); werr != nil {
-				return out, fmt.Errorf("writing bucket %s: %w", bucketer.BucketID(g.ID, p.seq), err)
-			}
-		}
-		if class == Poison {
-			if p.n > 1 {
-				suspect = max(suspect, p.n)
-				limit = (p.n + 1) / 2
-				p = nil
-			} else {
-				park("refused by MongoDB: " + err.Error())
-			}
+		w.putBuffer()
+		w.buf = b.buffers.Get().(*[]byte)
+		w.stmt = Upsert{Filter: b.filter(w.g, w.p), Update: b.update((*w.buf)[:0], w.g, w.p, batch, sum, w.size, w.tag)}
+		return true
+	}
+	return false
+}
+
+// settle handles the outcome of the write plan prepared. shared says err
+// came from a command of several statements: a lost connection there says
+// nothing of this statement's content. backoff, above 0, is the attempt
+// number to wait for before the write is repeated; an error ends the flush.
+func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backoff int, _ error) {
+	b, st, p := w.b, w.st, w.p
+	w.putBuffer()
+	w.err = err
+	if !shared {
+		w.alone = false
+	}
+	class := Classify(err)
+	var unconfirmed *Unconfirmed
+	if errors.As(err, &unconfirmed) {
+		// Repeated alone, it applies at most once and says so.
+		w.doubt, w.alone = true, true
+		return 0, nil
+	}
+	if class == Transient && mongo.IsNetworkError(err) && !shared {
+		// Once a search is under way, the content around it is suspect
+		// from the first dropped connection.
+		if w.netErrs++; (w.netErrs >= suspectAfter || w.limit > 0) && ctx.Err() == nil && b.store.Ping(ctx) == nil {
+			class = Poison
+			err = fmt.Errorf("the server closed the connection on this write %d times while answering otherwise: %w", w.netErrs, err)
 		}
 	}
-	return out, nil
+	switch class {
+	case OK:
+		st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+w.size, true
+		w.out.Stored += p.n
+		w.recs = w.recs[p.n:]
+		w.suspect = max(w.suspect-p.n, 0)
+		w.p, w.doubt, w.unexplained = nil, false, 0
+	case Duplicate:
+		// All of recs, not only this write: the write applied may have
+		// been a larger one, cut in halves after its outcome was lost.
+		n, changed, rerr := b.resolve(ctx, w.g, st, p, w.doubt, w.tag, w.recs)
+		if rerr != nil {
+			return 0, rerr
+		}
+		if n > 0 {
+			// An earlier attempt of this write (or of a larger one that
+			// held it) was applied.
+			w.out.Stored += n
+			w.recs = w.recs[n:]
+			w.suspect = max(w.suspect-n, 0)
+			w.doubt, w.unexplained = false, 0
+		} else if !changed {
+			// Nothing explains the collision with the bucket as read:
+			// another unique index refuses this content.
+			if w.unexplained++; w.unexplained >= 2 {
+				class = Poison
+				break
+			}
+		}
+		w.p = nil
+	case Conflict, Transient:
+		w.doubt = w.doubt || class == Transient
+		w.attempt++
+		return w.attempt, nil
+	}
+	if class == Poison {
+		if p.n > 1 {
+			w.suspect = max(w.suspect, p.n)
+			w.limit = (p.n + 1) / 2
+			w.p = nil
+		} else {
+			w.park("refused by MongoDB: " + err.Error())
+		}
+	}
+	return 0, nil
 }
 
 // resolve reads the bucket a write of p missed and updates st to it; on a
@@ -487,10 +694,20 @@ func (b *Buckets) header(g *bucketer.Group) int {
 	return h
 }
 
-// filter is the update filter of part p: the bucket, in the state p assumes.
+// filter is the update filter of part p: the bucket, in the state p
+// assumes. It also names the bucket's key fields and window start, which
+// the _id implies: a collection sharded on them (or on a hashed _id) routes
+// the upsert to one shard, as MongoDB requires of upserts.
 func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
-	return bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, p.seq)).
-		AppendInt32("count", int32(p.count)).Build())
+	f := bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, p.seq))
+	elems, _ := g.Key.Elements()
+	for _, e := range elems {
+		f.AppendValue("key."+e.Key(), e.Value())
+	}
+	if !g.Start.IsZero() {
+		f.AppendDateTime("start", g.Start.UnixMilli())
+	}
+	return bson.Raw(f.AppendInt32("count", int32(p.count)).Build())
 }
 
 // update builds the update document of one write into dst.

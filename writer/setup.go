@@ -18,6 +18,30 @@ type Layout struct {
 	Keys       bson.D // the lookup index, e.g. {key: 1, start: 1}; nil: none
 	TTL        bool   // a TTL index on expireAt
 	CappedSize int64  // create the collection capped at this size; 0: not capped
+	ShardKey   bson.D // shard the collection on this key before its first write; nil: not
+}
+
+// ShardCollection shards coll on key. Sharding an empty collection creates
+// it with the index the key needs; sharding it again on the same key is a
+// no-op. A server that is not a sharded cluster answers with an error.
+func ShardCollection(ctx context.Context, db *mongo.Database, coll string, key bson.D) error {
+	cmd := bson.D{{Key: "shardCollection", Value: db.Name() + "." + coll}, {Key: "key", Value: key}}
+	return db.Client().Database("admin").RunCommand(ctx, cmd).Err()
+}
+
+// FormatKeys renders an index or shard key as a user writes it:
+// {key: 1, start: 1}.
+func FormatKeys(keys bson.D) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, e := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %v", e.Key, e.Value)
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
 // CreateCapped creates coll as a capped collection of size bytes, unless it
@@ -37,7 +61,7 @@ func EnsureIndexes(ctx context.Context, db *mongo.Database, coll string, l Layou
 	iv := db.Collection(coll).Indexes()
 	if l.Keys != nil {
 		if _, err := iv.CreateOne(ctx, mongo.IndexModel{Keys: l.Keys}); err != nil {
-			return fmt.Errorf("creating index %v on %s: %w", l.Keys, coll, err)
+			return fmt.Errorf("creating index %s on %s: %w", FormatKeys(l.Keys), coll, err)
 		}
 	}
 	if l.TTL {

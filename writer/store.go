@@ -13,9 +13,10 @@ import (
 // Store is the narrow set of MongoDB calls the writer makes. The real one
 // wraps a driver database; tests wrap it to inject faults.
 type Store interface {
-	// Upsert runs one update with upsert on and reports whether it
-	// inserted a new document.
-	Upsert(ctx context.Context, coll string, filter, update bson.Raw) (created bool, err error)
+	// Upserts runs ups, upserts of distinct documents, as one unordered
+	// command and returns each statement's error: nil only when the reply
+	// shows the statement applied (see Unconfirmed).
+	Upserts(ctx context.Context, coll string, ups []Upsert) []error
 	// Find returns the documents matching filter, shaped by q.
 	Find(ctx context.Context, coll string, filter bson.Raw, q Query) ([]bson.Raw, error)
 	// InsertMany inserts docs, unordered.
@@ -25,6 +26,10 @@ type Store interface {
 	// from a server that is gone.
 	Ping(ctx context.Context) error
 }
+
+// Upsert is one statement of an update command: an update of the document
+// Filter matches, inserting it when none does.
+type Upsert struct{ Filter, Update bson.Raw }
 
 // Query shapes a Find: the fields returned, the order, and how many.
 type Query struct {
@@ -42,12 +47,19 @@ type MongoStore struct {
 	Majority bool
 }
 
-func (s MongoStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (bool, error) {
-	res, err := s.DB.Collection(coll).UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
-	if err != nil {
-		return false, err
+func (s MongoStore) Upserts(ctx context.Context, coll string, ups []Upsert) []error {
+	errs := make([]error, len(ups))
+	c := s.DB.Collection(coll)
+	if len(ups) == 1 {
+		_, errs[0] = c.UpdateOne(ctx, ups[0].Filter, ups[0].Update, options.UpdateOne().SetUpsert(true))
+		return errs
 	}
-	return res.UpsertedCount > 0, nil
+	models := make([]mongo.WriteModel, len(ups))
+	for i, u := range ups {
+		models[i] = mongo.NewUpdateOneModel().SetFilter(u.Filter).SetUpdate(u.Update).SetUpsert(true)
+	}
+	res, err := c.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	return Outcomes(ups, res, err)
 }
 
 func (s MongoStore) Find(ctx context.Context, coll string, filter bson.Raw, q Query) ([]bson.Raw, error) {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -33,13 +34,19 @@ func chunkRecords(t *testing.T, file string) [][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return splitChunk(t, data)
+}
+
+// splitChunk returns the records of a chunk, each as its msgpack bytes.
+func splitChunk(t *testing.T, data []byte) [][]byte {
+	t.Helper()
 	dec := msgpack.NewDecoder(bytes.NewReader(data))
 	var recs [][]byte
 	for {
 		raw, err := dec.DecodeRaw()
 		if err != nil {
 			if len(recs) == 0 {
-				t.Fatalf("%s: %v", file, err)
+				t.Fatalf("no records in the chunk: %v", err)
 			}
 			return recs
 		}
@@ -174,7 +181,7 @@ var fastRetry = writer.Retry{Base: time.Millisecond, Cap: 10 * time.Millisecond}
 func sinkOptions(maxRecords, maxBytes int) sink.Options {
 	return sink.Options{
 		Mode: sink.ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag",
-		Idempotent: true, MaxInflight: 4, FlushTimeout: 10 * time.Second,
+		Idempotent: true, MaxInflight: 4, WriteBatch: 20, FlushTimeout: 10 * time.Second,
 		MaxRecords: maxRecords, MaxBytes: maxBytes,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, Stats: []string{"cost"},
@@ -202,8 +209,8 @@ var (
 	errTimeout = fmt.Errorf("server selection or socket read: %w", context.DeadlineExceeded)
 )
 
-// faultStore wraps a Store and injects faults into its writes (Upsert and
-// InsertMany).
+// faultStore wraps a Store and injects faults into its write commands
+// (Upserts and InsertMany).
 type faultStore struct {
 	writer.Store
 
@@ -223,6 +230,8 @@ type faultStore struct {
 	// before, when set, runs just before the failAt-th write is sent
 	// (another writer acting in between); it does not fail the call.
 	before func()
+	// widest is the most statements one Upserts command held.
+	widest int
 }
 
 // write runs do as the next write call, failing it as configured.
@@ -258,12 +267,19 @@ func (f *faultStore) write(do func() error) error {
 	return err
 }
 
-func (f *faultStore) Upsert(ctx context.Context, coll string, filter, update bson.Raw) (created bool, err error) {
-	err = f.write(func() (err error) {
-		created, err = f.Store.Upsert(ctx, coll, filter, update)
-		return err
-	})
-	return created, err
+// Upserts fails or loses the reply of a whole command.
+func (f *faultStore) Upserts(ctx context.Context, coll string, ups []writer.Upsert) []error {
+	f.mu.Lock()
+	f.widest = max(f.widest, len(ups))
+	f.mu.Unlock()
+	var errs []error
+	if err := f.write(func() error {
+		errs = f.Store.Upserts(ctx, coll, ups)
+		return nil
+	}); err != nil {
+		return slices.Repeat([]error{err}, len(ups))
+	}
+	return errs
 }
 
 func (f *faultStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {

@@ -104,9 +104,11 @@ func startHost(t *testing.T) *harness.Host {
 	return h
 }
 
-// props are an instance's properties on e's server and database.
+// props are an instance's properties on e's server and database. Bucket
+// writes go out 20 to a command (write_batch): the test server deadlocks on
+// larger update batches.
 func (e *env) props(kv ...string) map[string]string {
-	p := map[string]string{"uri": e.srv.URI, "database": e.dbName, "collection": "logs"}
+	p := map[string]string{"uri": e.srv.URI, "database": e.dbName, "collection": "logs", "write_batch": "20"}
 	for i := 0; i+1 < len(kv); i += 2 {
 		p[kv[i]] = kv[i+1]
 	}

@@ -97,6 +97,19 @@ func TestDeliveryRecordServerChokesOn(t *testing.T) {
 	}
 }
 
+// The same in bulk: a bucket per record, so the bad records share update
+// commands of write_batch (20) statements with good ones. A command the
+// server drops the connection on twice is sent a statement at a time, and
+// each statement's own search finds the record.
+func TestDeliveryRecordServerChokesOnInBulk(t *testing.T) {
+	e := newEnv(t)
+	chunk, ids := chokeChunk(t, 32, chokeValues)
+	e.init("a", e.props("bucket_key", "id", "bucket_window", "0", "flush_timeout", "5m"))
+	e.mustFlush("a", "app", chunk)
+	e.exit("a")
+	e.checkStoredOrParked(ids, chokeValues)
+}
+
 // The search outlasts flush_timeout: the chunk is retried, each attempt
 // goes on where the last left off, and it ends acknowledged with every
 // record stored or parked once.

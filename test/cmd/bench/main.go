@@ -91,7 +91,7 @@ func sinkOptions(w workload, mode sink.Mode) (sink.Options, error) {
 	}
 	opt := sink.Options{
 		Mode: mode, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
-		MaxInflight: 4, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		MaxInflight: 4, WriteBatch: 100, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_", Line: line, ParseKey: "log"},
 	}
 	if mode == sink.ModeBucket {
@@ -104,7 +104,9 @@ func sinkOptions(w workload, mode sink.Mode) (sink.Options, error) {
 // plugin's whole CPU path: decode, parse, group, build every update.
 type nullStore struct{}
 
-func (nullStore) Upsert(context.Context, string, bson.Raw, bson.Raw) (bool, error) { return true, nil }
+func (nullStore) Upserts(_ context.Context, _ string, ups []writer.Upsert) []error {
+	return make([]error, len(ups))
+}
 func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
 	return nil, nil
 }

@@ -1,0 +1,335 @@
+package e2e
+
+// Bulk writes: one chunk's bucket writes go out as unordered commands of up
+// to write_batch statements, each statement with its own outcome; and the
+// shard key: every collection the plugin creates is sharded before its
+// first write, and every update filter names the shard key's fields.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/instance"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/chunks"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
+)
+
+// commandLog keeps the commands a client sends.
+type commandLog struct {
+	mu   sync.Mutex
+	cmds []sentCommand
+}
+
+type sentCommand struct {
+	name string
+	body bson.Raw
+}
+
+func (l *commandLog) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.cmds = append(l.cmds, sentCommand{e.CommandName, append(bson.Raw(nil), e.Command...)})
+	}}
+}
+
+// since returns the commands sent after the first n.
+func (l *commandLog) since(n int) []sentCommand {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]sentCommand(nil), l.cmds[n:]...)
+}
+
+func (l *commandLog) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.cmds)
+}
+
+// named returns the commands of cmds called name.
+func named(cmds []sentCommand, name string) []sentCommand {
+	var out []sentCommand
+	for _, c := range cmds {
+		if c.name == name {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// statements returns the statements of an update command.
+func statements(t *testing.T, c sentCommand) []bson.Raw {
+	t.Helper()
+	var out []bson.Raw
+	for _, v := range mustValues(t, c.body.Lookup("updates")) {
+		out = append(out, v.Document())
+	}
+	return out
+}
+
+// monitored is an in-process instance on e's database whose client
+// commands land in the returned log.
+func monitored(t *testing.T, e *env, kv ...string) (*instance.Instance, *commandLog, *harness.Buffer) {
+	t.Helper()
+	m := conf.Map{}
+	for k, v := range e.props(kv...) {
+		m.Set(k, v)
+	}
+	var cmds commandLog
+	var log harness.Buffer
+	in, err := instance.NewWith(m, "mongodb.0", &log, instance.Seams{Monitor: cmds.monitor()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Exit)
+	return in, &cmds, &log
+}
+
+// traceChunk is the first n records of the app fixture with 5 consecutive
+// records per trace id (make bench uses all 5000, over 1000 traces).
+func traceChunk(t *testing.T, n int) []byte {
+	t.Helper()
+	chunk, err := chunks.Traces(readFixture(t, "chunk-app-json-5000.msgpack"), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return join(splitChunk(t, chunk)[:n])
+}
+
+// Trace grouping (one bucket per trace, no window): a chunk of 200 traces
+// costs one lookup and ceil(200 / write_batch) update commands. (The test
+// server scans its collection on every bucket write, so the chunk is the
+// fixture's first 1000 records, not all 5000.)
+func TestBulkTraceGroupingCommands(t *testing.T) {
+	const batch, records, traces = 20, 1000, 200
+	e := newDBEnv(t)
+	in, cmds, log := monitored(t, e, "bucket_key", "traceId", "bucket_window", "0", "write_batch", fmt.Sprint(batch))
+	// The collection is set up (indexes) by a first chunk.
+	warm := join([][]byte{record(t, time.Date(2024, 6, 1, 9, 0, 0, 0, time.UTC), kv{"traceId", "warm-up"})})
+	if st := in.Flush("app.log", warm); st != sink.Done {
+		t.Fatalf("warm-up flush: %v\n%s", st, log)
+	}
+	chunk := traceChunk(t, records)
+	from := cmds.len()
+	if st := in.Flush("app.log", chunk); st != sink.Done {
+		t.Fatalf("flush: %v\n%s", st, log)
+	}
+	sent := cmds.since(from)
+	limit := (traces+batch-1)/batch + 1
+	if len(sent) > limit {
+		t.Errorf("%d commands for the chunk, want at most ceil(%d/%d)+1 = %d", len(sent), traces, batch, limit)
+	}
+	updates := named(sent, "update")
+	statementsSent := 0
+	for _, c := range updates {
+		n := len(statements(t, c))
+		if n > batch {
+			t.Errorf("an update command of %d statements, write_batch is %d", n, batch)
+		}
+		statementsSent += n
+	}
+	if statementsSent != traces {
+		t.Errorf("%d update statements, want one per trace (%d)", statementsSent, traces)
+	}
+	t.Logf("%d commands (%d updates, %d statements) for %d records in %d buckets", len(sent), len(updates), statementsSent, records, traces)
+
+	docs := e.all("logs")
+	if len(docs) != traces+1 {
+		t.Errorf("%d buckets, want %d", len(docs), traces+1)
+	}
+	want := append(decodeFixture(t, warm, parser.Options{}), decodeFixture(t, chunk, parser.Options{})...)
+	sameEntries(t, checkBuckets(t, docs, limits{1000, 1 << 20}), want)
+}
+
+// shardRefusal is the log line of a refused shardCollection.
+const shardRefusal = "shard_key: the server refused to shard"
+
+// checkSharded checks that each of colls got one shardCollection with key,
+// before any write to it, and that a refusal was logged once.
+func checkSharded(t *testing.T, e *env, sent []sentCommand, log string, key bson.D, colls ...string) {
+	t.Helper()
+	wantKey, err := bson.Marshal(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharded := map[string]int{}
+	written := map[string]bool{}
+	for _, c := range sent {
+		switch c.name {
+		case "shardCollection":
+			ns := c.body.Lookup("shardCollection").StringValue()
+			coll := strings.TrimPrefix(ns, e.dbName+".")
+			if written[coll] {
+				t.Errorf("%s sharded after a write to it", coll)
+			}
+			if got := c.body.Lookup("key").Document(); !bytesEqual(got, wantKey) {
+				t.Errorf("%s sharded on %v, want %v", coll, got, bson.Raw(wantKey))
+			}
+			sharded[coll]++
+		case "update", "insert":
+			coll, _ := c.body.Lookup(c.name).StringValueOK()
+			written[coll] = true
+		}
+	}
+	for _, coll := range colls {
+		if sharded[coll] != 1 {
+			t.Errorf("collection %s: %d shardCollection commands, want 1 (all: %v)", coll, sharded[coll], sharded)
+		}
+	}
+	if n := strings.Count(log, shardRefusal); n > 1 {
+		t.Errorf("the refusal to shard logged %d times at warn, want once:\n%s", n, log)
+	}
+	if !e.srv.Real && !strings.Contains(log, shardRefusal) {
+		t.Errorf("the test server refuses shardCollection, and nothing says so:\n%s", log)
+	}
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+// shard_key: each partition the plugin creates is sharded on the
+// configured key before its first write; every update filter names the key
+// fields and the window start; the test server refuses to shard, which is
+// one warning, and every record is stored.
+func TestShardKeyBuckets(t *testing.T) {
+	cases := []struct {
+		name  string
+		props []string
+		key   bson.D
+	}{
+		{"key_start", []string{"shard_key", "key_start"}, bson.D{{Key: "key.module", Value: 1}, {Key: "key.host_name", Value: 1}, {Key: "start", Value: 1}}},
+		{"hashed_id", []string{"shard_key", "hashed_id"}, bson.D{{Key: "_id", Value: "hashed"}}},
+		{"list", []string{"shard_key", "host.name:hashed,start"}, bson.D{{Key: "key.host_name", Value: "hashed"}, {Key: "start", Value: 1}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newDBEnv(t)
+			props := append([]string{"bucket_key", "module,host.name", "partition", "day"}, c.props...)
+			in, cmds, log := monitored(t, e, props...)
+			day1 := time.Date(2099, 1, 1, 23, 59, 0, 0, time.UTC)
+			var recs [][]byte
+			for i := 0; i < 40; i++ {
+				at := day1.Add(time.Duration(i) * 3 * time.Second) // over midnight: two partitions
+				recs = append(recs, record(t, at, kv{"module", fmt.Sprintf("m%d", i%4)},
+					kv{"host", map[string]any{"name": fmt.Sprintf("h%d", i%3)}}, kv{"seq", i}))
+			}
+			chunk := join(recs)
+			if st := in.Flush("app.log", chunk); st != sink.Done {
+				t.Fatalf("flush: %v\n%s", st, log)
+			}
+			sent := cmds.since(0)
+			checkSharded(t, e, sent, log.String(), c.key, "logs_20990101", "logs_20990102")
+			for _, u := range named(sent, "update") {
+				for _, s := range statements(t, u) {
+					q := s.Lookup("q").Document()
+					for _, f := range []string{"_id", "key.module", "key.host_name", "start", "count"} {
+						if _, err := q.LookupErr(f); err != nil {
+							t.Errorf("update filter %v lacks %s", q, f)
+						}
+					}
+				}
+			}
+			var entries []bson.Raw
+			for _, coll := range []string{"logs_20990101", "logs_20990102"} {
+				entries = append(entries, checkBuckets(t, e.all(coll), limits{1000, 1 << 20})...)
+			}
+			sameEntries(t, entries, decodeFixture(t, chunk, parser.Options{}))
+		})
+	}
+}
+
+// Flat mode shards on a hashed _id.
+func TestShardKeyFlat(t *testing.T) {
+	e := newDBEnv(t)
+	in, cmds, log := monitored(t, e, "mode", "flat", "shard_key", "hashed_id")
+	chunk, _ := appSlice(t, 100)
+	if st := in.Flush("app.log", chunk); st != sink.Done {
+		t.Fatalf("flush: %v\n%s", st, log)
+	}
+	checkSharded(t, e, cmds.since(0), log.String(), bson.D{{Key: "_id", Value: "hashed"}}, "logs")
+	if n := len(e.all("logs")); n != 100 {
+		t.Errorf("%d documents, want 100", n)
+	}
+}
+
+// Faults in bulk writes: a chunk of 40 traces goes out as commands of 20
+// statements; a command's reply is lost (after it applied or not), its
+// connection drops twice, a statement hits a duplicate key because another
+// writer filled its bucket first, or the chunk is cut off and resent after
+// a restart. Every record ends stored once.
+func TestFaultsBulk(t *testing.T) {
+	const records = 200
+	chunk := traceChunk(t, records)
+	lim := limits{1000, 1 << 20}
+	cases := []struct {
+		name    string
+		err     error
+		apply   bool
+		failAt  int
+		times   int
+		race    bool // another writer writes to one of the traces just before failAt
+		restart bool // the flush is cut off at failAt, then the chunk is resent by a new sink
+	}{
+		{"reply-lost-applied", errTimeout, true, 1, 0, false, false},
+		{"reply-lost", errTimeout, false, 2, 0, false, false},
+		{"network-applied", errNetwork, true, 2, 0, false, false},
+		// Both commands of two rounds in a row lose their connection while
+		// the server answers: their statements are sent alone, and nothing
+		// is suspected of the records (no connection drops again).
+		{"network-applied-twice", errNetwork, true, 1, 4, false, false},
+		{"duplicate-key-injected", mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{
+			Index: 0, Code: 11000, Message: "E11000 duplicate key error collection: logs index: _id_ dup key"}}}}, false, 1, 0, false, false},
+		{"duplicate-key-race", nil, false, 1, 0, true, false},
+		{"restart-applied", errTimeout, true, 2, 0, false, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newDBEnv(t)
+			opt := sinkOptions(lim.records, lim.bytes)
+			opt.Grouper.KeyPaths, opt.Grouper.Window = []string{"traceId"}, 0
+			fs := &faultStore{Store: e.store(), failAt: c.failAt, err: c.err, apply: c.apply, times: c.times, down: c.restart}
+			want := decodeFixture(t, chunk, parser.Options{})
+			if c.race {
+				theirs := join([][]byte{record(t, time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC), kv{"traceId", "tr000003"}, kv{"msg", "theirs"})})
+				other := e.newSink(opt, e.store(), fastRetry)
+				fs.before = func() { // runs on a flush goroutine: no t.Fatal
+					if res := other.Flush(t.Context(), "app.log", theirs); res.Status != sink.Done {
+						t.Errorf("the other writer's flush: %v (%v)", res.Status, res.Err)
+					}
+				}
+				want = append(want, decodeFixture(t, theirs, parser.Options{})...)
+			}
+			s := e.newSink(opt, fs, fs.retry())
+			if c.restart {
+				flushSink(t, s, "app.log", chunk, sink.Retry)
+				fs.heal()
+				s = e.newSink(opt, e.store(), fastRetry)
+			}
+			flushSink(t, s, "app.log", chunk, sink.Done)
+			writes, injected := fs.count()
+			if c.err != nil && injected != max(c.times, 1) {
+				t.Errorf("%d faults injected, want %d", injected, max(c.times, 1))
+			}
+			if writes < c.failAt {
+				t.Errorf("only %d write commands, the fault at %d never happened", writes, c.failAt)
+			}
+			if fs.widest != 20 {
+				t.Errorf("the widest command held %d statements, want write_batch (20)", fs.widest)
+			}
+			sameEntries(t, checkBuckets(t, e.all("logs"), lim), want)
+			if dead := e.all("logs_dead"); len(dead) > 0 {
+				t.Errorf("%d records parked", len(dead))
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package writer
+
+import (
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Unconfirmed is the error of a statement of a multi-statement command whose
+// reply does not show whether the statement applied. MongoDB answers an
+// unordered command with an error per failed statement and counts for the
+// rest; some MongoDB-compatible servers stop at the first failure, count
+// nothing and name the wrong statement. The writer repeats such a statement
+// in a command of its own: it applies at most once, and its outcome is then
+// its own.
+type Unconfirmed struct{ Err error }
+
+func (e *Unconfirmed) Error() string {
+	return "the server's reply does not say whether this statement applied: " + e.Err.Error()
+}
+
+func (e *Unconfirmed) Unwrap() error { return e.Err }
+
+// Outcomes turns the reply to an unordered update command of ups (res and
+// err as the driver returns them) into one error per statement. The reply
+// is trusted statement by statement only when it accounts for every
+// statement exactly once (an error, a match or an upsert of the statement's
+// own _id) and no write concern failed; otherwise only the upserts it names
+// are known applied, and the others are Unconfirmed. An error that is not a
+// bulk write error (a lost connection, a timeout) is every statement's.
+func Outcomes(ups []Upsert, res *mongo.BulkWriteResult, err error) []error {
+	errs := make([]error, len(ups))
+	var bwe mongo.BulkWriteException
+	if err != nil && !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if res == nil {
+		res = &mongo.BulkWriteResult{}
+	}
+	upserted := func(i int) bool {
+		id, ok := res.UpsertedIDs[int64(i)]
+		want, isString := ups[i].Filter.Lookup("_id").StringValueOK()
+		got, _ := id.(string)
+		return ok && isString && got == want
+	}
+	accounted := len(bwe.WriteErrors) + int(res.MatchedCount+res.UpsertedCount)
+	trusted := accounted == len(ups)
+	failed := map[int]bool{}
+	for _, we := range bwe.WriteErrors {
+		if we.Index < 0 || we.Index >= len(ups) || failed[we.Index] {
+			trusted = false
+		}
+		failed[we.Index] = true
+	}
+	for i := range res.UpsertedIDs {
+		if i < 0 || i >= int64(len(ups)) || failed[int(i)] || !upserted(int(i)) {
+			trusted = false
+		}
+	}
+	if trusted {
+		for _, we := range bwe.WriteErrors {
+			errs[we.Index] = mongo.WriteException{WriteErrors: []mongo.WriteError{we.WriteError}}
+		}
+		return errs
+	}
+	cause := err
+	if cause == nil {
+		cause = fmt.Errorf("the reply accounts for %d of %d statements", accounted, len(ups))
+	}
+	for i := range ups {
+		if !upserted(i) || failed[i] {
+			errs[i] = &Unconfirmed{Err: cause}
+		}
+	}
+	return errs
+}
