@@ -359,6 +359,7 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"shard_key", "host", "bucket_key", "module"}, `shard_key: invalid value "host": "host" is not _id, start or a bucket_key field (module): the update filter names only those; allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields`},
 		{[]string{"shard_key", "start", "bucket_window", "0"}, `shard_key: invalid value "start": start needs a bucket_window (bucket_window is 0: buckets have no start); allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields`},
 		{[]string{"shard_key", "tag:hashed,_id:hashed"}, `shard_key: invalid value "tag:hashed,_id:hashed": at most one field can be hashed; allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields`},
+		{[]string{"shard_key", "start:hashed,tag"}, `shard_key: invalid value "start:hashed,tag": a key that starts with start sends every new write to the shard holding the newest windows; put a key field (or _id) first; allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields`},
 		{[]string{"shard_key", "tag:range"}, `shard_key: invalid value "tag:range": "tag:range": the only suffix is :hashed; allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields`},
 		{[]string{"flush_timeout", "500ms"}, `flush_timeout: invalid value "500ms": must be between 1s and 10m`},
 		{[]string{"flush_timeout", "11m"}, `flush_timeout: invalid value "11m": must be between 1s and 10m`},

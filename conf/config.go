@@ -160,7 +160,7 @@ var keyTable = []KeyDoc{
 	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum} per bucket. Bucket mode only."},
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
 	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk."},
-	{"max_inflight", "4", "Concurrent writes to MongoDB per instance (1-64)."},
+	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode (1-64)."},
 	{"write_batch", "100", "Bucket writes sent in one unordered update command (1-1000); `1` sends one write per command. Use 20 or less on FerretDB, which deadlocks on larger update batches."},
 	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},

@@ -541,6 +541,9 @@ func (r *reader) shardKey(c *Config) []ShardField {
 	if why == "" && hashed > 1 {
 		why = "at most one field can be hashed"
 	}
+	if why == "" && out[0].Name == "start" {
+		why = "a key that starts with start sends every new write to the shard holding the newest windows; put a key field (or _id) first"
+	}
 	if why != "" {
 		r.invalid("shard_key", v, why+"; allowed: none, hashed_id, key_start, or a list of _id, start and bucket_key fields")
 		return nil

@@ -19,6 +19,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/chunks"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
@@ -26,12 +27,26 @@ import (
 type workload struct {
 	name, file, tag string
 	line            string // parser for the raw line, if any
+	// traces, when above 0, rewrites the fixture's trace ids so that this
+	// many consecutive records share one, and groups by trace id without a
+	// window (bucket_key traceId, bucket_window 0).
+	traces int
 }
 
 var workloads = []workload{
-	{"app-json", "testdata/chunk-app-json-5000.msgpack", "app.log", ""},
-	{"apache2", "testdata/chunk-apache2-5000.msgpack", "apache.access", "apache_combined"},
-	{"raw-access+parser", "testdata/chunk-raw-access-5000.msgpack", "apache.raw", "apache_combined"},
+	{"app-json", "testdata/chunk-app-json-5000.msgpack", "app.log", "", 0},
+	{"trace-grouping", "testdata/chunk-app-json-5000.msgpack", "app.log", "", 5},
+	{"apache2", "testdata/chunk-apache2-5000.msgpack", "apache.access", "apache_combined", 0},
+	{"raw-access+parser", "testdata/chunk-raw-access-5000.msgpack", "apache.raw", "apache_combined", 0},
+}
+
+// chunk reads w's chunk.
+func (w workload) chunk() ([]byte, error) {
+	data, err := os.ReadFile(w.file)
+	if err != nil || w.traces == 0 {
+		return data, err
+	}
+	return chunks.Traces(data, w.traces)
 }
 
 func main() {
@@ -48,7 +63,7 @@ func run(e2e bool) error {
 	fmt.Println("CPU per chunk (5000 records), measured side by side in this run:")
 	fmt.Printf("%-20s %-22s %14s %12s %10s\n", "fixture", "path", "records/s", "allocs/rec", "B/rec")
 	for _, w := range workloads {
-		chunk, err := os.ReadFile(w.file)
+		chunk, err := w.chunk()
 		if err != nil {
 			return err
 		}
@@ -73,6 +88,9 @@ func run(e2e bool) error {
 		t, bl, fl := rate(results["transcode"], n), rate(results["baseline-fluentbitgo"], n), rate(results["floor"], n)
 		fmt.Printf("%-20s transcode is %.1fx the baseline, floor is %.1fx transcode\n", w.name, t/bl, fl/t)
 	}
+	if err := commandsPerChunk(); err != nil {
+		return err
+	}
 	if !e2e {
 		return nil
 	}
@@ -96,6 +114,9 @@ func sinkOptions(w workload, mode sink.Mode) (sink.Options, error) {
 	}
 	if mode == sink.ModeBucket {
 		opt.Grouper = bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"}
+		if w.traces > 0 {
+			opt.Grouper.KeyPaths, opt.Grouper.Window = []string{"traceId"}, 0
+		}
 	}
 	return opt, nil
 }
@@ -112,6 +133,65 @@ func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.R
 }
 func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
 func (nullStore) Ping(context.Context) error                           { return nil }
+
+// countingStore is a nullStore that counts the commands a flush sends: one
+// per Find, Upserts or InsertMany call.
+type countingStore struct {
+	nullStore
+	commands, statements int
+}
+
+func (c *countingStore) Upserts(_ context.Context, _ string, ups []writer.Upsert) []error {
+	c.commands++
+	c.statements += len(ups)
+	return make([]error, len(ups))
+}
+
+func (c *countingStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
+	c.commands++
+	return nil, nil
+}
+
+func (c *countingStore) InsertMany(context.Context, string, []bson.Raw) error {
+	c.commands++
+	return nil
+}
+
+// commandsPerChunk prints the commands one flush of each bucket workload
+// sends into an empty collection, by write_batch. Each round of writes
+// takes the next bucket of every group, so a chunk of one-bucket groups
+// (trace grouping) costs ceil(buckets / write_batch) update commands and
+// one lookup of earlier attempts; a group that fills several buckets in
+// one chunk adds a round per bucket.
+func commandsPerChunk() error {
+	fmt.Println("\nCommands per chunk (bucket mode, into an empty collection; e2e tests count the same with the driver's command monitor):")
+	fmt.Printf("%-20s %12s %8s %8s %15s %26s\n", "fixture", "write_batch", "groups", "buckets", "commands/chunk", "ceil(buckets/batch)+1")
+	for _, w := range workloads[:2] {
+		chunk, err := w.chunk()
+		if err != nil {
+			return err
+		}
+		for _, batch := range []int{1, 20, 100} {
+			opt, err := sinkOptions(w, sink.ModeBucket)
+			if err != nil {
+				return err
+			}
+			opt.WriteBatch = batch
+			var store countingStore
+			s, err := sink.New(opt, &store, writer.DefaultRetry, quiet{})
+			if err != nil {
+				return err
+			}
+			res := s.Flush(context.Background(), w.tag, chunk)
+			if res.Status != sink.Done {
+				return res.Err
+			}
+			fmt.Printf("%-20s %12d %8d %8d %15d %26d\n", w.name, batch, res.Groups, store.statements, store.commands,
+				(store.statements+batch-1)/batch+1)
+		}
+	}
+	return nil
+}
 
 type quiet struct{}
 
