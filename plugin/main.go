@@ -3,11 +3,29 @@
 // export is a few lines that call the instance package.
 package main
 
+/*
+#cgo LDFLAGS: -ldl
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+
+typedef void (*flb_log_print_fn)(int type, const char *file, int line, const char *fmt, ...);
+
+// flb_log_print is Fluent Bit's own log function, when the host exports it
+// (fluent-bit does; other hosts may not).
+static void *find_flb_log(void) { return dlsym(RTLD_DEFAULT, "flb_log_print"); }
+
+static void flb_log(void *fn, int type, const char *msg) {
+	((flb_log_print_fn)fn)(type, NULL, 0, "%s", msg);
+}
+*/
+import "C"
+
 import (
-	"C"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -70,7 +88,7 @@ func FLBPluginInit(plugin unsafe.Pointer) (rc int) {
 	live.Unlock()
 	in, err := instance.New(config{plugin}, name, os.Stderr)
 	if err != nil {
-		instance.NewLogger(os.Stderr, name, conf.LogError).Errorf("invalid configuration, the output is not started:\n%v", err)
+		startupError(name, "invalid configuration, the output is not started:", strings.Split(err.Error(), "\n"))
 		return output.FLB_ERROR
 	}
 	live.Lock()
@@ -83,6 +101,27 @@ func FLBPluginInit(plugin unsafe.Pointer) (rc int) {
 	live.Unlock()
 	output.FLBPluginSetContext(plugin, h)
 	return output.FLB_OK
+}
+
+// flbError is Fluent Bit's FLB_LOG_ERROR.
+const flbError = 1
+
+// startupError logs why an instance did not start. Fluent Bit writes its
+// own lines through a log thread, so a line written straight to stderr
+// lands above the start-up lines that precede it; through Fluent Bit's log
+// function (when the host exports it) the lines read in order, next to
+// Fluent Bit's own "failed to initialize". Each line is one log line.
+func startupError(name, head string, lines []string) {
+	fn := C.find_flb_log()
+	if fn == nil {
+		instance.NewLogger(os.Stderr, name, conf.LogError).Errorf("%s\n%s", head, strings.Join(lines, "\n"))
+		return
+	}
+	for _, l := range append([]string{head}, lines...) {
+		msg := C.CString("[out_mongodb:" + name + "] " + strings.TrimSpace(l))
+		C.flb_log(fn, flbError, msg)
+		C.free(unsafe.Pointer(msg))
+	}
 }
 
 //export FLBPluginFlushCtx

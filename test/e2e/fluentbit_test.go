@@ -221,3 +221,43 @@ func TestRealFluentBitKilledAndRestarted(t *testing.T) {
 		t.Logf("fluent-bit output:\n%s", out.String())
 	}
 }
+
+// A configuration error is logged through Fluent Bit's own log, so it reads
+// in order: after Fluent Bit's start-up lines and right before its line
+// saying the plugin failed to initialize.
+func TestRealFluentBitStartupErrorInOrder(t *testing.T) {
+	fb, dir, conf := fluentBitConf(t, "", "", `[OUTPUT]
+    Name  mongodb
+    Match *
+    uri   mongodb://127.0.0.1:1
+    mode  tree
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fb, "-c", conf)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("fluent-bit started with an invalid output:\n%s", out)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "[") {
+			lines = append(lines, l)
+		}
+	}
+	index := func(sub string) int {
+		for i, l := range lines {
+			if strings.Contains(l, sub) {
+				return i
+			}
+		}
+		t.Fatalf("no line with %q:\n%s", sub, out)
+		return -1
+	}
+	started, head, reason, failed := index("[fluent bit] version="), index("invalid configuration, the output is not started"),
+		index(`mode: invalid value "tree"`), index("plugin 'mongodb' failed to initialize")
+	if !(started < head && head+1 == reason && reason+1 == failed) {
+		t.Errorf("lines out of order (start %d, error %d, reason %d, failed %d):\n%s", started, head, reason, failed, strings.Join(lines, "\n"))
+	}
+}
