@@ -126,6 +126,7 @@ type Config struct {
 
 	PluginLogLevel LogLevel
 	InstanceName   string // empty: the plugin layer names the instance
+	MetricsListen  string // host:port of the /metrics endpoint; empty: none
 }
 
 // ShardField is one field of a shard key: "_id", "start", or a bucket_key
@@ -188,6 +189,7 @@ var keyTable = []KeyDoc{
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
+	{"metrics_listen", "", "`host:port` to serve Prometheus metrics on at `/metrics` (e.g. `127.0.0.1:2021`); outputs naming the same address share it, told apart by the `output` label. Empty: no metrics."},
 }
 
 // shardKeyString is the shard key as a user writes it.
@@ -275,5 +277,6 @@ func (c *Config) settings() [][2]string {
 		{"create_indexes", formatBool(c.CreateIndexes)},
 		{"plugin_log_level", string(c.PluginLogLevel)},
 		{"instance_name", c.InstanceName},
+		{"metrics_listen", c.MetricsListen},
 	}
 }

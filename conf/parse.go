@@ -3,6 +3,7 @@ package conf
 import (
 	"errors"
 	"io/fs"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -137,6 +138,16 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 
 	c.PluginLogLevel = LogLevel(r.enum("plugin_log_level", string(LogError), string(LogWarn), string(LogInfo), string(LogDebug)))
 	c.InstanceName = r.instanceName("instance_name")
+	c.MetricsListen = r.name("metrics_listen", func(v string) string {
+		if v == "" {
+			return ""
+		}
+		_, port, err := net.SplitHostPort(v)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return "must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:2021"
+		}
+		return ""
+	})
 
 	r.combinations(c)
 	r.unknownKeys()

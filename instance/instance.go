@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/metrics"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -64,6 +66,9 @@ type Instance struct {
 	mu         sync.Mutex
 	lastReport time.Time
 	reported   sink.Totals
+
+	stats    *metrics.Output
+	endpoint *metrics.Endpoint // nil without metrics_listen
 }
 
 // New validates the configuration and prepares the instance. It does not
@@ -97,6 +102,19 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	if err != nil {
 		return nil, err
 	}
+	var endpoint *metrics.Endpoint
+	if cfg.MetricsListen != "" {
+		if endpoint, err = metrics.Listen(cfg.MetricsListen); err != nil {
+			return nil, &conf.Error{Key: "metrics_listen", Value: cfg.MetricsListen, Reason: "cannot serve metrics there: " + err.Error()}
+		}
+	}
+	closeEndpoint := func() {
+		if endpoint != nil {
+			endpoint.Close()
+		}
+	}
+	stats := metrics.For(name)
+	opt.OnWrite = stats.OnWrite
 	copts := options.Client().ApplyURI(cfg.URI).
 		SetAppName("fluent-bit-out_mongodb").
 		SetConnectTimeout(cfg.ConnectTimeout).
@@ -109,6 +127,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	}
 	client, err := mongo.Connect(copts)
 	if err != nil {
+		closeEndpoint()
 		return nil, fmt.Errorf("uri: invalid value %q: %v", cfg.Redacted(), err)
 	}
 	db := client.Database(cfg.Database)
@@ -117,12 +136,17 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		store = seams.Wrap(store)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now()}
+	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
+		stats: stats, endpoint: endpoint}
 	opt.Setup = in.setup
 	if in.sink, err = sink.New(opt, store, writer.DefaultRetry, log); err != nil {
 		stop()
+		closeEndpoint()
 		_ = client.Disconnect(context.Background())
 		return nil, err
+	}
+	if endpoint != nil {
+		log.Infof("serving metrics on http://%s/metrics (output=%q)", endpoint.Addr(), name)
 	}
 	log.Infof("writing to %s, database %s, collection %s, mode %s", cfg.Redacted(), cfg.Database, cfg.Collection, cfg.Mode)
 	in.bg.Add(1)
@@ -226,7 +250,9 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 			status = sink.Retry
 		}
 	}()
+	start := time.Now()
 	res := in.flush(tag, data)
+	in.stats.Flushed(res, time.Since(start))
 	in.dropOldPartitions()
 	in.report()
 	return res.Status
@@ -368,9 +394,9 @@ func (in *Instance) report() {
 	}
 	t := in.sink.Totals()
 	p := in.reported
-	in.log.Infof("last %s: %d chunks, %d records, %d stored, %d parked, %d retries, %d parse failures",
-		time.Since(in.lastReport).Round(time.Second), t.Chunks-p.Chunks, t.Records-p.Records, t.Stored-p.Stored,
-		t.Parked-p.Parked, t.Retries-p.Retries, t.ParseFailures-p.ParseFailures)
+	in.log.Infof("last %s: %s, %s, %d stored, %d parked, %s, %s",
+		time.Since(in.lastReport).Round(time.Second), count(t.Chunks-p.Chunks, "chunk"), count(t.Records-p.Records, "record"),
+		t.Stored-p.Stored, t.Parked-p.Parked, count(t.Retries-p.Retries, "retry"), count(t.ParseFailures-p.ParseFailures, "parse failure"))
 	in.reported, in.lastReport = t, time.Now()
 }
 
@@ -400,5 +426,20 @@ func (in *Instance) exit() {
 		in.log.Warnf("disconnecting: %v", err)
 	}
 	t := in.sink.Totals()
-	in.log.Infof("stopped: %d chunks, %d records, %d stored, %d parked, %d retries", t.Chunks, t.Records, t.Stored, t.Parked, t.Retries)
+	in.log.Infof("stopped: %s, %s, %d stored, %d parked, %s", count(t.Chunks, "chunk"), count(t.Records, "record"),
+		t.Stored, t.Parked, count(t.Retries, "retry"))
+	if in.endpoint != nil {
+		in.endpoint.Close()
+	}
+}
+
+// count is n with noun, in the plural unless n is 1.
+func count(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") {
+		return fmt.Sprintf("%d %sies", n, noun[:len(noun)-1])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

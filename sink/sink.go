@@ -61,6 +61,9 @@ type Options struct {
 	PartitionKeep int
 	// Now is the clock partition retention reads; nil means time.Now.
 	Now func() time.Time
+	// OnWrite, if set, is called with +1 when a write command starts and
+	// -1 when it ends (for metrics).
+	OnWrite func(delta int)
 	// Setup prepares a collection (indexes, capping) before its first
 	// write; nil means nothing to do. An error is logged and the write goes
 	// on, unless it is a *SetupRequired error: then the chunk is retried.
@@ -100,14 +103,22 @@ type Result struct {
 	Status  Status
 	Err     error
 	Records int // records in the chunk
+	// New: no earlier attempt of the chunk ended in Retry in this process,
+	// so its records are counted as received now.
+	New     bool
 	Stored  int // records stored by this flush (earlier attempts of the chunk not counted)
-	Parked  int // records parked in the dead-letter collection
+	Parked  int // records parked in the dead-letter collection (0 unless Done)
 	Groups  int // bucket groups touched
+	Created int // buckets this flush created
 }
 
 // maxRemembered bounds how many unfinished chunks' unstorable records are
 // remembered, so that a retried chunk does not isolate them again.
 const maxRemembered = 256
+
+// maxRetried bounds how many retried chunks are remembered so that their
+// records are counted once; a chunk forgotten is counted again.
+const maxRetried = 4096
 
 // Sink writes chunks. It is safe for concurrent use.
 type Sink struct {
@@ -124,12 +135,16 @@ type Sink struct {
 	unfinished map[string]*memo
 	order      []string
 	flushing   map[string]*chunkLock // chunks being flushed, by id
+	retried    map[string]bool       // chunks whose last flush ended in Retry
+	retryOrder []string
 	batches    sync.Pool
 	totals     Totals
 	ready      sync.Map // collections Setup has prepared
 }
 
-// Totals are counters since start.
+// Totals are counters since start. A chunk and its records count once,
+// however many attempts it takes; Retries counts the attempts that ended
+// in Retry.
 type Totals struct {
 	Chunks, Records, Stored, Parked, Retries, ParseFailures int64
 }
@@ -149,9 +164,9 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	if err != nil {
 		return nil, err
 	}
-	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1))}
+	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1)), onWrite: opt.OnWrite}
 	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log,
-		unfinished: map[string]*memo{}, flushing: map[string]*chunkLock{}}
+		unfinished: map[string]*memo{}, flushing: map[string]*chunkLock{}, retried: map[string]bool{}}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
@@ -190,6 +205,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	}
 	res := Result{Records: len(batch.Records) + len(batch.Bad)}
 	defer s.lockChunk(id)()
+	res.New = s.firstAttempt(id)
 	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}}
 	var err error
 	if s.opt.Mode == ModeFlat {
@@ -200,7 +216,11 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	if err == nil {
 		err = s.park(ctx, f, &res)
 	}
+	if err != nil {
+		res.Parked = 0
+	}
 	s.account(batch, &res, err)
+	s.retriedChunk(id, err != nil)
 	if err != nil {
 		s.remember(id, &memo{parked: f.parked, limits: f.limits})
 		res.Status, res.Err = Retry, err
@@ -249,18 +269,53 @@ func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Re
 	return out
 }
 
+// firstAttempt reports whether no flush of chunk id has ended in Retry
+// (as far as this process remembers).
+func (s *Sink) firstAttempt(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.retried[id]
+}
+
+// retriedChunk remembers (retry) or forgets that chunk id's last flush
+// ended in Retry.
+func (s *Sink) retriedChunk(id string, retry bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !retry {
+		if s.retried[id] {
+			delete(s.retried, id)
+			s.retryOrder = slices.DeleteFunc(s.retryOrder, func(o string) bool { return o == id })
+		}
+		return
+	}
+	if s.retried[id] {
+		return
+	}
+	if len(s.retryOrder) >= maxRetried {
+		delete(s.retried, s.retryOrder[0])
+		s.retryOrder = s.retryOrder[1:]
+	}
+	s.retried[id] = true
+	s.retryOrder = append(s.retryOrder, id)
+}
+
+// account adds a flush to the totals: a chunk and its records once, at
+// its first attempt; what each attempt stored and parked.
 func (s *Sink) account(b *parser.Batch, res *Result, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.totals.Chunks++
-	s.totals.Records += int64(res.Records)
+	if res.New {
+		s.totals.Chunks++
+		s.totals.Records += int64(res.Records)
+		s.totals.ParseFailures += int64(b.ParseFailures)
+	}
 	s.totals.Stored += int64(res.Stored)
 	s.totals.Parked += int64(res.Parked)
-	s.totals.ParseFailures += int64(b.ParseFailures)
 	if err != nil {
 		s.totals.Retries++
 	}
-	if b.ParseFailures > 0 {
+	if b.ParseFailures > 0 && res.New {
 		s.log.Warnf("%d records did not match parser; stored with their raw line and _parse_error", b.ParseFailures)
 	}
 }
@@ -428,6 +483,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	})
 	for i, o := range outs {
 		res.Stored += o.Stored
+		res.Created += o.Created
 		f.parked = append(f.parked, o.Poison...)
 		if o.Limit > 0 {
 			g := jobs[i].Group
@@ -440,16 +496,27 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 // limited is a Store that has at most cap(slots) write commands in flight.
 type limited struct {
 	writer.Store
-	slots chan struct{}
+	slots   chan struct{}
+	onWrite func(delta int)
 }
 
 func (l *limited) acquire(ctx context.Context) error {
 	select {
 	case l.slots <- struct{}{}:
+		if l.onWrite != nil {
+			l.onWrite(1)
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+func (l *limited) release() {
+	if l.onWrite != nil {
+		l.onWrite(-1)
+	}
+	<-l.slots
 }
 
 func (l *limited) Upserts(ctx context.Context, coll string, ups []writer.Upsert) []error {
@@ -460,7 +527,7 @@ func (l *limited) Upserts(ctx context.Context, coll string, ups []writer.Upsert)
 		}
 		return errs
 	}
-	defer func() { <-l.slots }()
+	defer l.release()
 	return l.Store.Upserts(ctx, coll, ups)
 }
 
@@ -468,7 +535,7 @@ func (l *limited) InsertMany(ctx context.Context, coll string, docs []bson.Raw) 
 	if err := l.acquire(ctx); err != nil {
 		return err
 	}
-	defer func() { <-l.slots }()
+	defer l.release()
 	return l.Store.InsertMany(ctx, coll, docs)
 }
 

@@ -94,9 +94,10 @@ type Parked struct {
 // search for unstorable content was under way, is the write size it had
 // come down to: the next attempt of the chunk goes on from there.
 type Outcome struct {
-	Stored int
-	Poison []Parked
-	Limit  int
+	Stored  int
+	Poison  []Parked
+	Limit   int
+	Created int // buckets created (writes into a bucket of no entries)
 }
 
 // part is one write: n records into bucket seq, which holds count entries.
@@ -544,6 +545,9 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 	case OK:
 		st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+w.size, true
 		w.out.Stored += p.n
+		if p.count == 0 {
+			w.out.Created++ // no bucket holds 0 entries: this write inserted it
+		}
 		w.recs = w.recs[p.n:]
 		w.suspect = max(w.suspect-p.n, 0)
 		w.p, w.doubt, w.unexplained = nil, false, 0
