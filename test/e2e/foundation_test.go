@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -56,5 +59,44 @@ func TestBadURIFailsInit(t *testing.T) {
 	}
 	if !waitLog(h, `uri: invalid value "http://localhost:27017"`) {
 		t.Errorf("log does not name the key and value:\n%s", h.Stderr())
+	}
+}
+
+// The README's document model lists a bucket's fields as they are stored:
+// the same names in the same order.
+func TestReadmeDocumentModel(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := string(readme)
+	start := strings.Index(block, "```js\n{\n")
+	if start < 0 {
+		t.Fatal("no document model in the README")
+	}
+	block = block[start:]
+	block = block[:strings.Index(block, "\n}\n```")]
+	var want []string
+	for _, m := range regexp.MustCompile(`(?m)^  (\w+):`).FindAllStringSubmatch(block, -1) {
+		want = append(want, m[1])
+	}
+	e := newEnv(t)
+	e.init("a", e.props("stats", "cost", "count_by", "level", "ttl", "7d"))
+	e.mustFlush("a", "app.log", fixture("chunk-app-json-5000.msgpack"))
+	e.exit("a")
+	docs := e.all("logs")
+	if len(docs) == 0 {
+		t.Fatal("no buckets")
+	}
+	elems, err := docs[0].Elements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, el := range elems {
+		got = append(got, el.Key())
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("stored bucket fields:\n  %v\nREADME lists:\n  %v", got, want)
 	}
 }

@@ -135,21 +135,22 @@ func viaHarness(so, uri, tmp string) error {
 func report(db *mongo.Database) error {
 	ctx := context.Background()
 	cur, err := db.Collection("logs").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}).
-		SetProjection(bson.D{{Key: "logs", Value: 0}}))
+		SetProjection(bson.D{{Key: "logs", Value: 0}, {Key: "ops", Value: 0}}))
 	if err != nil {
 		return err
 	}
-	var buckets []bson.M
+	// Raw documents keep the fields in the order they are stored.
+	var buckets []bson.Raw
 	if err := cur.All(ctx, &buckets); err != nil {
 		return err
 	}
 	entries := 0
 	for _, b := range buckets {
-		n, _ := b["count"].(int32)
+		n, _ := b.Lookup("count").AsInt64OK()
 		entries += int(n)
 	}
 	if len(buckets) > 0 {
-		fmt.Println("\nthe first bucket, without its entries:")
+		fmt.Println("\nthe first bucket, without its entries (logs) and its writes (ops), its fields in stored order:")
 		out, _ := bson.MarshalExtJSONIndent(buckets[0], false, false, "", "  ")
 		fmt.Println(string(out))
 	}
