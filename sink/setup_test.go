@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -67,6 +68,28 @@ func TestSetupRequiredRetriesTheChunk(t *testing.T) {
 	fail = false
 	if res := s.Flush(context.Background(), "a", chunk); res.Status != Done || res.Stored != 3 {
 		t.Fatalf("retry: %v %v, %d stored", res.Status, res.Err, res.Stored)
+	}
+	if calls != 2 {
+		t.Errorf("Setup called %d times, want 2", calls)
+	}
+}
+
+// A Setup that fails because the server did not answer gives the chunk
+// back, and the next flush runs Setup again (not only after setupRetry).
+func TestSetupUnreachableRetriesTheChunk(t *testing.T) {
+	calls := 0
+	s, chunk := setupSink(t, func(ctx context.Context, coll string) error {
+		calls++
+		if calls == 1 {
+			return fmt.Errorf("creating index on %s: server selection error: %w", coll, context.DeadlineExceeded)
+		}
+		return nil
+	})
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Retry {
+		t.Fatalf("flush with the server unreachable: %v, want retry", res.Status)
+	}
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Done || res.Stored != 3 {
+		t.Fatalf("flush after: %v (%v), %d stored", res.Status, res.Err, res.Stored)
 	}
 	if calls != 2 {
 		t.Errorf("Setup called %d times, want 2", calls)

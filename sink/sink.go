@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
@@ -444,6 +445,10 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 		s.ready.Store(coll, true)
 	case errors.As(err, &required):
 		return err
+	case unreachable(err):
+		// Not a refusal: the server did not answer. The chunk waits, and
+		// the next flush sets the collection up before writing.
+		return fmt.Errorf("preparing collection %s: %w", coll, err)
 	default:
 		s.ready.Store(coll, time.Now())
 		s.log.Warnf("preparing collection %s: %v (writing anyway; tried again in %v)", coll, err, setupRetry)
@@ -537,6 +542,13 @@ func (l *limited) InsertMany(ctx context.Context, coll string, docs []bson.Raw) 
 	}
 	defer l.release()
 	return l.Store.InsertMany(ctx, coll, docs)
+}
+
+// unreachable reports whether err says the server did not answer (rather
+// than refused).
+func unreachable(err error) bool {
+	return mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled)
 }
 
 // guard runs fn and turns a panic into an error, so a bug below a flush

@@ -23,6 +23,8 @@ import (
 // Server is a running MongoDB-wire server.
 type Server struct {
 	URI string
+	// TLS, when set, makes the server listen with TLS only (see StartFerretTLS).
+	TLS *TLSFiles
 	// Real is true for a server given by MONGO_URI (normally a real
 	// MongoDB); false for the in-process FerretDB.
 	Real bool
@@ -54,9 +56,24 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
+// TLSFiles are the PEM files of a TLS listener: its certificate and key,
+// and the CA its clients' certificates must be signed by (empty: clients
+// need none).
+type TLSFiles struct{ Cert, Key, CA string }
+
 // StartFerret starts FerretDB with its SQLite files in dir, listening on addr.
 func StartFerret(dir, addr string) (*Server, error) {
-	s := &Server{dir: dir, addr: addr}
+	return startFerret(&Server{dir: dir, addr: addr})
+}
+
+// StartFerretTLS starts FerretDB listening on addr (host:port, the port
+// given) with TLS only. URI is left for the caller to set: it names the
+// client's CA and certificate files.
+func StartFerretTLS(dir, addr string, files TLSFiles) (*Server, error) {
+	return startFerret(&Server{dir: dir, addr: addr, TLS: &files})
+}
+
+func startFerret(s *Server) (*Server, error) {
 	if err := s.start(); err != nil {
 		return nil, err
 	}
@@ -64,8 +81,12 @@ func StartFerret(dir, addr string) (*Server, error) {
 }
 
 func (s *Server) start() error {
+	listener := ferretdb.ListenerConfig{TCP: s.addr}
+	if s.TLS != nil {
+		listener = ferretdb.ListenerConfig{TLS: s.addr, TLSCertFile: s.TLS.Cert, TLSKeyFile: s.TLS.Key, TLSCAFile: s.TLS.CA}
+	}
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: s.addr},
+		Listener:  listener,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + s.dir + "/",
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -80,6 +101,12 @@ func (s *Server) start() error {
 		_ = f.Run(ctx)
 	}()
 	uri := f.MongoDBURI()
+	if s.TLS != nil {
+		s.mu.Lock()
+		s.cancel, s.done = cancel, done
+		s.mu.Unlock()
+		return waitListening(s.addr)
+	}
 	// Keep the port, so a restarted server is found at the same address.
 	if i := strings.Index(uri, "://"); i >= 0 {
 		host := uri[i+3:]
