@@ -10,7 +10,7 @@ PURE := ./conf/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instanc
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration fuzz-short fuzz run bench clean
+.PHONY: build test unit integration fuzz-short fuzz run bench soak clean
 
 build: $(SO)
 
@@ -50,6 +50,13 @@ fuzz:
 # when it is on PATH, else through the host harness) and prints what landed.
 run: build
 	cd test && $(GO) run ./cmd/demo -so $(abspath $(SO))
+
+# Sustained chunks through the host harness for SOAK while the test server
+# restarts and its connections are cut; prints records/s, faults, records
+# lost and duplicated (both must be 0) and memory. Not part of make test.
+SOAK ?= 2m
+soak: build
+	cd test && SOAK=$(SOAK) OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -v -timeout 0 -run '^TestSoak$$' ./e2e/ | grep -v '^=== '
 
 bench: build
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) run ./cmd/bench

@@ -147,6 +147,9 @@ func Start(bin, so string) (*Host, error) {
 	return h, nil
 }
 
+// Pid is the host process's id.
+func (h *Host) Pid() int { return h.cmd.Process.Pid }
+
 // Stderr returns everything fbhost and the plugin have logged so far.
 func (h *Host) Stderr() string { return h.log.String() }
 
