@@ -133,11 +133,9 @@ type Sink struct {
 	mu sync.Mutex
 	// unfinished holds what the last flush of a chunk that did not finish
 	// learnt. It only saves work: what is not remembered is found again.
-	unfinished map[string]*memo
-	order      []string
+	unfinished *bounded[*memo]
 	flushing   map[string]*chunkLock // chunks being flushed, by id
-	retried    map[string]bool       // chunks whose last flush ended in Retry
-	retryOrder []string
+	retried    *bounded[bool]        // chunks whose last flush ended in Retry
 	batches    sync.Pool
 	totals     Totals
 	ready      sync.Map // collections Setup has prepared
@@ -167,7 +165,8 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	}
 	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1)), onWrite: opt.OnWrite}
 	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log,
-		unfinished: map[string]*memo{}, flushing: map[string]*chunkLock{}, retried: map[string]bool{}}
+		unfinished: newBounded[*memo](maxRemembered), flushing: map[string]*chunkLock{},
+		retried: newBounded[bool](maxRetried)}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
@@ -275,7 +274,8 @@ func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Re
 func (s *Sink) firstAttempt(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.retried[id]
+	_, retried := s.retried.get(id)
+	return !retried
 }
 
 // retriedChunk remembers (retry) or forgets that chunk id's last flush
@@ -284,21 +284,10 @@ func (s *Sink) retriedChunk(id string, retry bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !retry {
-		if s.retried[id] {
-			delete(s.retried, id)
-			s.retryOrder = slices.DeleteFunc(s.retryOrder, func(o string) bool { return o == id })
-		}
-		return
+		s.retried.drop(id)
+	} else if _, ok := s.retried.get(id); !ok {
+		s.retried.put(id, true)
 	}
-	if s.retried[id] {
-		return
-	}
-	if len(s.retryOrder) >= maxRetried {
-		delete(s.retried, s.retryOrder[0])
-		s.retryOrder = s.retryOrder[1:]
-	}
-	s.retried[id] = true
-	s.retryOrder = append(s.retryOrder, id)
 }
 
 // account adds a flush to the totals: a chunk and its records once, at
@@ -362,7 +351,7 @@ func (s *Sink) lockChunk(id string) (unlock func()) {
 func (s *Sink) remembered(id string) *memo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.unfinished[id]; m != nil {
+	if m, ok := s.unfinished.get(id); ok {
 		return m
 	}
 	return &memo{}
@@ -372,23 +361,47 @@ func (s *Sink) remembered(id string) *memo {
 func (s *Sink) remember(id string, m *memo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.unfinished[id]; ok {
-		delete(s.unfinished, id)
-		s.order = slices.DeleteFunc(s.order, func(o string) bool { return o == id })
-	}
+	s.unfinished.drop(id)
 	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0) {
 		return
-	}
-	if len(s.order) >= maxRemembered {
-		delete(s.unfinished, s.order[0])
-		s.order = s.order[1:]
 	}
 	m.known = map[int]string{}
 	for _, p := range m.parked {
 		m.known[p.Index] = p.Reason
 	}
-	s.unfinished[id] = m
-	s.order = append(s.order, id)
+	s.unfinished.put(id, m)
+}
+
+// bounded maps chunk ids to values, keeping at most max of them: putting
+// one more forgets the oldest.
+type bounded[V any] struct {
+	max   int
+	by    map[string]V
+	order []string // oldest first
+}
+
+func newBounded[V any](max int) *bounded[V] { return &bounded[V]{max: max, by: map[string]V{}} }
+
+func (b *bounded[V]) get(id string) (V, bool) {
+	v, ok := b.by[id]
+	return v, ok
+}
+
+// put adds id, which must not be there.
+func (b *bounded[V]) put(id string, v V) {
+	if len(b.order) >= b.max {
+		delete(b.by, b.order[0])
+		b.order = b.order[1:]
+	}
+	b.by[id] = v
+	b.order = append(b.order, id)
+}
+
+func (b *bounded[V]) drop(id string) {
+	if _, ok := b.by[id]; ok {
+		delete(b.by, id)
+		b.order = slices.DeleteFunc(b.order, func(o string) bool { return o == id })
+	}
 }
 
 // route splits records by the collection they go to, in order of first
@@ -478,7 +491,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var jobs []writer.Job
 	for _, g := range groups {
 		if todo := f.pending(g.Records, stored); len(todo) > 0 {
-			jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[g.Collection+"\x00"+g.ID]})
+			jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)]})
 		}
 	}
 	var outs []writer.Outcome
@@ -491,12 +504,14 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		res.Created += o.Created
 		f.parked = append(f.parked, o.Poison...)
 		if o.Limit > 0 {
-			g := jobs[i].Group
-			f.limits[g.Collection+"\x00"+g.ID] = o.Limit
+			f.limits[groupKey(jobs[i].Group)] = o.Limit
 		}
 	}
 	return err
 }
+
+// groupKey names a group in memo.limits.
+func groupKey(g *bucketer.Group) string { return g.Collection + "\x00" + g.ID }
 
 // limited is a Store that has at most cap(slots) write commands in flight.
 type limited struct {
@@ -526,11 +541,7 @@ func (l *limited) release() {
 
 func (l *limited) Upserts(ctx context.Context, coll string, ups []writer.Upsert) []error {
 	if err := l.acquire(ctx); err != nil {
-		errs := make([]error, len(ups))
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
+		return slices.Repeat([]error{err}, len(ups))
 	}
 	defer l.release()
 	return l.Store.Upserts(ctx, coll, ups)
