@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -121,16 +122,10 @@ func lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 	}
 }
 
-// FieldName turns a dotted path or a counted value into one safe field name.
+// FieldName turns a dotted path or a counted value into one safe field
+// name, escaped as record fields are (parser.SafeName).
 func (c *Config) FieldName(s string) string {
-	if s == "" {
-		return "_empty"
-	}
-	if strings.HasPrefix(s, "$") {
-		s = c.ReplaceDollar + s[1:]
-	}
-	s = strings.ReplaceAll(s, ".", c.ReplaceDot)
-	return strings.ReplaceAll(s, "\x00", "_")
+	return parser.SafeName(s, c.ReplaceDot, c.ReplaceDollar)
 }
 
 // Stat is the numeric summary of one field over some records.
@@ -245,7 +240,12 @@ func valueName(doc bsoncore.Document, path string) string {
 	case bsoncore.TypeString:
 		s := v.StringValue()
 		if len(s) > 128 {
-			s = s[:128]
+			// Cut at a character boundary.
+			i := 128
+			for i > 0 && !utf8.RuneStart(s[i]) {
+				i--
+			}
+			s = s[:i]
 		}
 		return s
 	case bsoncore.TypeInt32:

@@ -1,6 +1,7 @@
 package bucketer
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -123,6 +124,29 @@ func TestFit(t *testing.T) {
 	} {
 		if got := Fit(ptrs, c.room, c.roomBytes, c.extra); got != c.want {
 			t.Errorf("Fit(room %d, bytes %d, extra %d) = %d, want %d", c.room, c.roomBytes, c.extra, got, c.want)
+		}
+	}
+}
+
+// A counted value is escaped as a record's field name is, and a long one is
+// cut at a character boundary, never inside a character.
+func TestCountedValueNames(t *testing.T) {
+	c := &Config{CountBy: []string{"msg"}, ReplaceDot: "_", ReplaceDollar: "_"}
+	long := strings.Repeat("a", 127) + "é" + "tail" // é's two bytes straddle byte 128
+	for _, tc := range []struct{ value, want string }{
+		{"$set.x", "_set_x"},
+		{"", "_empty"},
+		{"a\x00b", "a_b"},
+		{"bad\xffutf8", "bad\uFFFDutf8"},
+		{long, strings.Repeat("a", 127)},
+	} {
+		r := rec(0, 0, bsoncore.NewDocumentBuilder().AppendString("msg", tc.value))
+		s := c.Summarize([]*parser.Record{&r})
+		if len(s.Counts) != 1 || s.Counts[0].Value != tc.want {
+			t.Errorf("value %q: counts %+v, want %q", tc.value, s.Counts, tc.want)
+		}
+		if got := parser.SafeName(tc.value, "_", "_"); tc.value != long && got != tc.want {
+			t.Errorf("parser.SafeName(%q) = %q, want %q", tc.value, got, tc.want)
 		}
 	}
 }

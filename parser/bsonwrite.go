@@ -78,38 +78,56 @@ func cleanName(key []byte) bool {
 	return true
 }
 
-// appendName appends a field name made safe for MongoDB: "." becomes
-// ReplaceDot, a leading "$" becomes ReplaceDollar, NUL becomes "_", invalid
-// UTF-8 becomes U+FFFD and an empty name becomes "_empty". The rules hold for
-// the rewritten name too: with empty replacements "$" or "." would become
-// "", and "..$x" would start with "$". At the top level a name that is (or
-// was rewritten to) a reserved name gets a "_" prefix.
-func (w *writer) appendName(dst, key []byte, top bool) []byte {
-	start := len(dst)
+// AppendName appends key made safe as a MongoDB field name: "." becomes
+// dot, a leading "$" becomes dollar, NUL becomes "_", invalid UTF-8 becomes
+// U+FFFD and an empty name becomes "_empty". The rules hold for the
+// rewritten name too: with empty replacements "$" or "." would become "",
+// and "..$x" would start with "$". An empty dollar strips every leading
+// "$"; one that starts with "$" counts as "_". It is the one escaping of field
+// names: record fields, bucket keys and counted values all go through it.
+func AppendName(dst, key []byte, dot, dollar string) []byte {
 	if cleanName(key) {
-		dst = append(dst, key...)
-	} else {
-		s := validString(key)
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
-			case '.':
-				dst = append(dst, w.d.opt.ReplaceDot...)
-			case 0:
-				dst = append(dst, '_')
-			default:
-				dst = append(dst, s[i])
-			}
-		}
-		// NewDecoder ensures ReplaceDollar does not start with "$", so
-		// this ends; an empty ReplaceDollar strips every leading "$".
-		for len(dst) > start && dst[start] == '$' {
-			dst = slices.Delete(dst, start, start+1)
-			dst = slices.Insert(dst, start, []byte(w.d.opt.ReplaceDollar)...)
-		}
-		if len(dst) == start {
-			dst = append(dst, "_empty"...)
+		return append(dst, key...)
+	}
+	start := len(dst)
+	s := validString(key)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '.':
+			dst = append(dst, dot...)
+		case 0:
+			dst = append(dst, '_')
+		default:
+			dst = append(dst, s[i])
 		}
 	}
+	if strings.HasPrefix(dollar, "$") {
+		dollar = "_" // not a replacement: it would loop
+	}
+	for len(dst) > start && dst[start] == '$' {
+		dst = slices.Delete(dst, start, start+1)
+		dst = slices.Insert(dst, start, []byte(dollar)...)
+	}
+	if len(dst) == start {
+		dst = append(dst, "_empty"...)
+	}
+	return dst
+}
+
+// SafeName is AppendName for a string.
+func SafeName(key, dot, dollar string) string {
+	if cleanName([]byte(key)) {
+		return key
+	}
+	return string(AppendName(nil, []byte(key), dot, dollar))
+}
+
+// appendName appends a field name made safe (see AppendName) and its NUL.
+// At the top level a name that is (or was rewritten to) a reserved name
+// gets a "_" prefix.
+func (w *writer) appendName(dst, key []byte, top bool) []byte {
+	start := len(dst)
+	dst = AppendName(dst, key, w.d.opt.ReplaceDot, w.d.opt.ReplaceDollar)
 	if _, reserved := w.d.reserved.get(dst[start:]); top && reserved {
 		dst = slices.Insert(dst, start, '_')
 	}
