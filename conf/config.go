@@ -42,6 +42,7 @@ type Partition string
 const (
 	PartitionNone  Partition = "none"
 	PartitionDay   Partition = "day"   // <collection>_YYYYMMDD
+	PartitionWeek  Partition = "week"  // <collection>_YYYYwWW (ISO weeks)
 	PartitionMonth Partition = "month" // <collection>_YYYYMM
 )
 
@@ -119,9 +120,16 @@ type Config struct {
 
 	TTL           time.Duration // 0 means off
 	TTLJitter     time.Duration
+	TTLRules      []TTLRule
+	TTLBurstLimit int64
+	TTLDeleteRate int
+	DeadLetterTTL time.Duration // 0 keeps dead letters
 	Partition     Partition
 	PartitionKeep int // 0 means keep all
 	CappedSize    int64
+	CappedMax     int64
+	Compression   string // "" means the server's default
+	Validate      bool
 	CreateIndexes bool
 
 	PluginLogLevel LogLevel
@@ -135,6 +143,14 @@ type Config struct {
 type ShardField struct {
 	Name   string
 	Hashed bool
+}
+
+// TTLRule gives records whose Field holds Value a retention of TTL instead
+// of ttl. Field is a bucket_key path in bucket mode, a top-level field in
+// flat mode.
+type TTLRule struct {
+	Field, Value string
+	TTL          time.Duration
 }
 
 // KeyDoc documents one configuration key.
@@ -181,15 +197,31 @@ var keyTable = []KeyDoc{
 	{"keep_metadata", "off", "Store the Fluent Bit record metadata under `_meta`."},
 	{"tag_key", "tag", "Field that holds the tag (in buckets' `key` when bucket_key is empty, and in flat documents); no `.`, not starting with `$`."},
 	{"time_key", "ts", "Field that holds the record time; no `.`, not starting with `$`."},
-	{"ttl", "0", "Expire documents this long after their window ends (TTL index); `0` means never, otherwise at least 1m."},
-	{"ttl_jitter", "0", "Random extra delay per bucket, 0 to ttl, so deletions do not spike; needs ttl."},
-	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`) or `month` (`<collection>_YYYYMM`)."},
-	{"partition_keep", "0", "With partition: how many partitions to keep (older ones are dropped whole); `0` keeps all."},
+	{"ttl", "0", "Expire documents this long after their time (a bucket's window end, or its newest entry without a window; a flat record's time) with a TTL index on `expireAt`; `0` means never, otherwise 1m to 2147483647s. Changing it later changes the index in place (collMod); see Retention."},
+	{"ttl_jitter", "0", "Extra delay per document, fixed per bucket (or flat document), 0 to ttl, so deletions do not spike; needs ttl."},
+	{"ttl_rules", "", "Per-key retention, first match wins, ttl for the rest: comma-separated `field=value:duration`, e.g. `module=audit:365d, level=debug:1d`. Bucket mode: bucket_key fields only; flat mode: top-level fields. Needs ttl."},
+	{"ttl_burst_limit", "100000", "When a lower ttl (or a ttl turned on) would expire more documents than this at once, they are deleted first at ttl_delete_rate, then the index is changed (0 to 2147483647)."},
+	{"ttl_delete_rate", "5000", "Documents per second deleted before lowering ttl, and given an `expireAt` when ttl is turned on for documents without one (1-1000000)."},
+	{"dead_letter_ttl", "30d", "Delete parked records this long after they were parked (TTL index on `parkedAt`); `0` keeps them, otherwise 1m to 2147483647s."},
+	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`), `week` (`<collection>_YYYYwWW`, ISO weeks) or `month` (`<collection>_YYYYMM`), by the record's UTC time."},
+	{"partition_keep", "0", "With partition: how many partitions to keep, counted back from the current one (older ones are dropped whole); `0` keeps all."},
 	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Needs mode flat; not with ttl or partition."},
+	{"capped_max", "0", "With capped_size: also cap the collection at this many documents; `0` means no document limit."},
+	{"compression", "", "Block compressor of the collections the plugin creates: `zstd`, `snappy`, `zlib` or `none`; empty means the server's default. A server that refuses gets one warning per collection."},
+	{"validate", "off", "Create collections with a `$jsonSchema` validator requiring the bucket fields (flat: the time) and BSON dates for `start`, `end`, `minTs`, `maxTs`, `expireAt`. A server that refuses gets one warning per collection."},
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
 	{"metrics_listen", "", "`host:port` to serve Prometheus metrics on at `/metrics` (e.g. `127.0.0.1:2021`); outputs naming the same address share it, told apart by the `output` label. Empty: no metrics."},
+}
+
+// ttlRulesString is ttl_rules as a user writes it.
+func (c *Config) ttlRulesString() string {
+	parts := make([]string, len(c.TTLRules))
+	for i, r := range c.TTLRules {
+		parts[i] = r.Field + "=" + r.Value + ":" + formatDuration(r.TTL)
+	}
+	return strings.Join(parts, ",")
 }
 
 // shardKeyString is the shard key as a user writes it.
@@ -271,9 +303,16 @@ func (c *Config) settings() [][2]string {
 		{"time_key", c.TimeKey},
 		{"ttl", formatDuration(c.TTL)},
 		{"ttl_jitter", formatDuration(c.TTLJitter)},
+		{"ttl_rules", c.ttlRulesString()},
+		{"ttl_burst_limit", strconv.FormatInt(c.TTLBurstLimit, 10)},
+		{"ttl_delete_rate", strconv.Itoa(c.TTLDeleteRate)},
+		{"dead_letter_ttl", formatDuration(c.DeadLetterTTL)},
 		{"partition", string(c.Partition)},
 		{"partition_keep", strconv.Itoa(c.PartitionKeep)},
 		{"capped_size", formatSize(c.CappedSize)},
+		{"capped_max", strconv.FormatInt(c.CappedMax, 10)},
+		{"compression", c.Compression},
+		{"validate", formatBool(c.Validate)},
 		{"create_indexes", formatBool(c.CreateIndexes)},
 		{"plugin_log_level", string(c.PluginLogLevel)},
 		{"instance_name", c.InstanceName},

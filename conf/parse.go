@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 )
 
 // Error is one configuration problem. Its message is
@@ -126,7 +128,15 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 		return ""
 	})
 	c.TTLJitter = r.duration("ttl_jitter", func(time.Duration) string { return "" }) // bounded by ttl below
-	c.Partition = Partition(r.enum("partition", string(PartitionNone), string(PartitionDay), string(PartitionMonth)))
+	c.TTLBurstLimit = int64(r.integer("ttl_burst_limit", 0, 1<<31-1))
+	c.TTLDeleteRate = r.integer("ttl_delete_rate", 1, 1000000)
+	c.DeadLetterTTL = r.duration("dead_letter_ttl", func(d time.Duration) string {
+		if d != 0 && (d < time.Minute || d > maxTTL) {
+			return "must be 0 (keep parked records) or between 1m and 2147483647s (MongoDB's TTL limit)"
+		}
+		return ""
+	})
+	c.Partition = Partition(r.enum("partition", string(PartitionNone), string(PartitionDay), string(PartitionWeek), string(PartitionMonth)))
 	c.PartitionKeep = r.integer("partition_keep", 0, 1<<31-1)
 	c.CappedSize = r.size("capped_size", func(n int64) string {
 		if n != 0 && n < 4*kib {
@@ -134,6 +144,11 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 		}
 		return ""
 	})
+	c.CappedMax = int64(r.integer("capped_max", 0, 1<<31-1))
+	if v, _ := r.raw("compression"); v != "" {
+		c.Compression = r.enum("compression", "zstd", "snappy", "zlib", "none")
+	}
+	c.Validate = r.boolean("validate")
 	c.CreateIndexes = r.boolean("create_indexes")
 
 	c.PluginLogLevel = LogLevel(r.enum("plugin_log_level", string(LogError), string(LogWarn), string(LogInfo), string(LogDebug)))
@@ -562,6 +577,57 @@ func (r *reader) shardKey(c *Config) []ShardField {
 	return out
 }
 
+// ttlRules reads ttl_rules: every malformed rule is reported at once.
+func (r *reader) ttlRules(c *Config) []TTLRule {
+	v, _ := r.raw("ttl_rules")
+	if v == "" {
+		return nil
+	}
+	list, why := parseList(v)
+	if why != "" {
+		r.invalid("ttl_rules", v, why)
+		return nil
+	}
+	keyFields := c.BucketKey
+	if len(keyFields) == 0 {
+		keyFields = []string{c.TagKey}
+	}
+	var rules []TTLRule
+	var whys []string
+	for _, item := range list {
+		match, dur, okDur := strings.Cut(item, ":")
+		// The duration follows the last colon: values may hold colons.
+		if i := strings.LastIndexByte(item, ':'); i >= 0 {
+			match, dur = item[:i], item[i+1:]
+		}
+		field, value, okEq := strings.Cut(match, "=")
+		field, value, dur = strings.TrimSpace(field), strings.TrimSpace(value), strings.TrimSpace(dur)
+		d, durWhy := parseDuration(dur)
+		switch {
+		case !okDur || !okEq || field == "":
+			whys = append(whys, strconv.Quote(item)+": not field=value:duration")
+		case durWhy != "":
+			whys = append(whys, strconv.Quote(item)+": "+durWhy)
+		case d < time.Minute || d > maxTTL:
+			whys = append(whys, strconv.Quote(item)+": duration must be between 1m and 2147483647s")
+		case c.Mode == ModeBucket && !slices.Contains(keyFields, field):
+			whys = append(whys, strconv.Quote(field)+" is not a bucket_key field ("+strings.Join(keyFields, ",")+"): a bucket's rule can only read its key")
+		case c.Mode == ModeFlat && (strings.ContainsAny(field, ".\x00") || strings.HasPrefix(field, "$")):
+			whys = append(whys, strconv.Quote(field)+" is not a top-level field name")
+		default:
+			rules = append(rules, TTLRule{Field: field, Value: value, TTL: d})
+		}
+	}
+	if len(whys) == 0 && c.TTL == 0 {
+		whys = append(whys, "needs ttl (ttl is 0, off): rules shift expiry relative to ttl's TTL index")
+	}
+	if len(whys) > 0 {
+		r.invalid("ttl_rules", v, strings.Join(whys, "; "))
+		return nil
+	}
+	return rules
+}
+
 func (r *reader) combinations(c *Config) {
 	ok := func(keys ...string) bool {
 		for _, k := range keys {
@@ -589,7 +655,15 @@ func (r *reader) combinations(c *Config) {
 	}
 
 	if ok("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == PartitionNone {
-		r.invalid("partition_keep", r.set["partition_keep"], "needs partition day or month (partition is none)")
+		r.invalid("partition_keep", r.set["partition_keep"], "needs partition day, week or month (partition is none)")
+	}
+
+	if ok("ttl", "mode", "bucket_key", "tag_key") {
+		c.TTLRules = r.ttlRules(c)
+	}
+
+	if ok("capped_max", "capped_size") && c.CappedMax > 0 && c.CappedSize == 0 {
+		r.invalid("capped_max", r.set["capped_max"], "needs capped_size (MongoDB caps a collection by size first)")
 	}
 
 	if ok("shard_key", "mode", "bucket_key", "bucket_window", "tag_key") {
@@ -639,13 +713,9 @@ func (r *reader) combinations(c *Config) {
 	if !ok("database", "collection") {
 		return
 	}
-	// Partitions are <collection>_YYYYMMDD or _YYYYMM.
 	longest := c.Collection
 	if ok("partition") && c.Partition != PartitionNone {
-		suffix := "_YYYYMMDD"
-		if c.Partition == PartitionMonth {
-			suffix = "_YYYYMM"
-		}
+		suffix := layout.Period(c.Partition).Suffix()
 		longest = c.Collection + suffix
 		if len(longest) > maxCollectionBytes {
 			r.invalid("collection", c.Collection, "too long for partition "+string(c.Partition)+": "+
@@ -666,17 +736,11 @@ func (r *reader) combinations(c *Config) {
 	switch {
 	case dl == c.Collection:
 		r.invalid("dead_letter_collection", dlValue, "must differ from collection")
-	case ok("partition") && c.Partition != PartitionNone && isPartitionName(dl, c.Collection):
+	case ok("partition") && c.Partition != PartitionNone && layout.IsPartition(dl, c.Collection, layout.Period(c.Partition)):
 		r.invalid("dead_letter_collection", dlValue, "looks like a partition of collection and could be dropped with it; choose another name")
 	case len(c.Database)+1+len(dl) > maxNamespaceBytes:
 		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 255 bytes")
 	}
-}
-
-// isPartitionName reports whether name has the form <collection>_<6 or 8 digits>.
-func isPartitionName(name, collection string) bool {
-	rest, ok := strings.CutPrefix(name, collection+"_")
-	return ok && isDigits(rest) && (len(rest) == 6 || len(rest) == 8)
 }
 
 // unknownKeys reports keys the Getter holds that no rule reads, when the

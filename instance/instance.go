@@ -5,13 +5,11 @@ package instance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/metrics"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
@@ -60,8 +59,7 @@ type Instance struct {
 	// last attempt that failed (both under retention).
 	retention    sync.RWMutex
 	kept, failed time.Time
-	// shardWarned: a refusal to shard was logged at warn.
-	shardWarned atomic.Bool
+	keeper       *layout.Keeper
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -138,6 +136,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	ctx, stop := context.WithCancel(context.Background())
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
 		stats: stats, endpoint: endpoint}
+	in.keeper = layout.NewKeeper(ctx, db, log, layout.Limits{BurstLimit: cfg.TTLBurstLimit, Rate: cfg.TTLDeleteRate, Batch: cfg.WriteBatch})
 	opt.Setup = in.setup
 	if in.sink, err = sink.New(opt, store, writer.DefaultRetry, log); err != nil {
 		stop()
@@ -194,20 +193,18 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		return sink.Options{}, fmt.Errorf("types: invalid value %q: %v", cfg.Types, err)
 	}
 	return sink.Options{
-		Mode:          sink.Mode(cfg.Mode),
-		Collection:    cfg.Collection,
-		DeadLetter:    cfg.DeadLetterCollection,
-		Partition:     partitionLayout(cfg.Partition),
-		PartitionKeep: cfg.PartitionKeep,
-		TagKey:        cfg.TagKey,
-		Idempotent:    cfg.Idempotent,
-		MaxInflight:   cfg.MaxInflight,
-		WriteBatch:    cfg.WriteBatch,
-		FlushTimeout:  cfg.FlushTimeout,
-		TTL:           cfg.TTL,
-		TTLJitter:     cfg.TTLJitter,
-		MaxRecords:    cfg.BucketMaxRecords,
-		MaxBytes:      int(cfg.BucketMaxBytes),
+		Mode:         sink.Mode(cfg.Mode),
+		Collection:   cfg.Collection,
+		DeadLetter:   cfg.DeadLetterCollection,
+		Partitions:   layout.Partitions{Period: period(cfg.Partition), Keep: cfg.PartitionKeep},
+		TagKey:       cfg.TagKey,
+		Idempotent:   cfg.Idempotent,
+		MaxInflight:  cfg.MaxInflight,
+		WriteBatch:   cfg.WriteBatch,
+		FlushTimeout: cfg.FlushTimeout,
+		Expiry:       expiry(cfg),
+		MaxRecords:   cfg.BucketMaxRecords,
+		MaxBytes:     int(cfg.BucketMaxBytes),
 		Decoder: parser.Options{
 			TimeKey:       cfg.TimeKey,
 			ReplaceDot:    cfg.KeyReplaceDot,
@@ -265,21 +262,57 @@ func (in *Instance) flush(tag string, data []byte) sink.Result {
 	return in.sink.Flush(in.ctx, tag, data)
 }
 
-// layout is how the instance's collections are set up.
-func layout(cfg *conf.Config) writer.Layout {
-	l := writer.Layout{TTL: cfg.TTL > 0, CappedSize: cfg.CappedSize, ShardKey: shardKey(cfg)}
+// expiry is when the instance's documents leave. A rule names a bucket_key
+// path, stored as a field of the bucket's key, or a flat document's field.
+func expiry(cfg *conf.Config) layout.Expiry {
+	e := layout.Expiry{TTL: cfg.TTL, Jitter: cfg.TTLJitter}
+	for _, r := range cfg.TTLRules {
+		field := r.Field
+		if cfg.Mode == conf.ModeBucket {
+			field = parser.SafeName(field, cfg.KeyReplaceDot, cfg.KeyReplaceDollar)
+		}
+		e.Rules = append(e.Rules, layout.Rule{Field: field, Value: r.Value, TTL: r.TTL})
+	}
+	return e
+}
+
+// spec is how the instance creates and keeps collection coll.
+func spec(cfg *conf.Config, coll string) layout.Spec {
+	s := layout.Spec{Compression: cfg.Compression}
+	if coll == cfg.DeadLetterCollection {
+		if cfg.CreateIndexes && cfg.DeadLetterTTL > 0 {
+			s.TTLField, s.TTL = "parkedAt", cfg.DeadLetterTTL
+		}
+		return s
+	}
+	s.CappedSize, s.CappedMax, s.ShardKey = cfg.CappedSize, cfg.CappedMax, shardKey(cfg)
+	e := expiry(cfg)
+	if cfg.Mode == conf.ModeFlat {
+		s.ExpireAt = e.StoredFlat(cfg.TimeKey)
+		if cfg.Validate {
+			s.Validator = layout.FlatSchema(cfg.TimeKey)
+		}
+	} else {
+		s.ExpireAt, s.Projection = e.StoredBucket, layout.BucketProjection
+		if cfg.Validate {
+			s.Validator = layout.BucketSchema()
+		}
+	}
 	if !cfg.CreateIndexes {
-		return writer.Layout{CappedSize: cfg.CappedSize, ShardKey: l.ShardKey}
+		return s
+	}
+	if cfg.TTL > 0 {
+		s.TTLField, s.TTL = layout.ExpireField, cfg.TTL
 	}
 	switch {
 	case cfg.Mode == conf.ModeFlat:
-		l.Keys = bson.D{{Key: cfg.TagKey, Value: 1}, {Key: cfg.TimeKey, Value: 1}}
+		s.Keys = bson.D{{Key: cfg.TagKey, Value: 1}, {Key: cfg.TimeKey, Value: 1}}
 	case cfg.BucketWindow > 0:
-		l.Keys = bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
+		s.Keys = bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
 	default:
-		l.Keys = bson.D{{Key: "key", Value: 1}}
+		s.Keys = bson.D{{Key: "key", Value: 1}}
 	}
-	return l
+	return s
 }
 
 // shardKey is the shard key document of shard_key: bucket_key fields are
@@ -288,12 +321,11 @@ func shardKey(cfg *conf.Config) bson.D {
 	if len(cfg.ShardKey) == 0 {
 		return nil
 	}
-	names := bucketer.Config{ReplaceDot: cfg.KeyReplaceDot, ReplaceDollar: cfg.KeyReplaceDollar}
 	var d bson.D
 	for _, f := range cfg.ShardKey {
 		name := f.Name
 		if name != "_id" && name != "start" {
-			name = "key." + names.FieldName(name)
+			name = "key." + parser.SafeName(name, cfg.KeyReplaceDot, cfg.KeyReplaceDollar)
 		}
 		var v any = 1
 		if f.Hashed {
@@ -304,35 +336,9 @@ func shardKey(cfg *conf.Config) bson.D {
 	return d
 }
 
-// setup prepares a collection before its first write: sharding and capped
-// creation (which must succeed first), then indexes.
+// setup prepares a collection before its first write.
 func (in *Instance) setup(ctx context.Context, coll string) error {
-	db := in.client.Database(in.cfg.Database)
-	l := layout(in.cfg)
-	if l.ShardKey != nil {
-		err := writer.ShardCollection(ctx, db, coll, l.ShardKey)
-		var refused mongo.ServerError
-		switch {
-		case errors.As(err, &refused):
-			// The server answered: not a sharded cluster, not allowed.
-			if in.shardWarned.CompareAndSwap(false, true) {
-				in.log.Warnf("shard_key: the server refused to shard %s on %s: %v (writing unsharded; further refusals are logged at debug)",
-					coll, writer.FormatKeys(l.ShardKey), err)
-			} else {
-				in.log.Debugf("shard_key: the server refused to shard %s: %v", coll, err)
-			}
-		case err != nil:
-			return &sink.SetupRequired{Err: fmt.Errorf("sharding collection %s: %w", coll, err)}
-		default:
-			in.log.Infof("sharded collection %s on %s", coll, writer.FormatKeys(l.ShardKey))
-		}
-	}
-	if l.CappedSize > 0 {
-		if err := writer.CreateCapped(ctx, db, coll, l.CappedSize); err != nil {
-			return &sink.SetupRequired{Err: fmt.Errorf("creating capped collection %s: %w", coll, err)}
-		}
-	}
-	return writer.EnsureIndexes(ctx, db, coll, l)
+	return in.keeper.Prepare(ctx, coll, spec(in.cfg, coll))
 }
 
 // dropOldPartitions applies partition_keep: it drops the partitions whose
@@ -359,9 +365,9 @@ func (in *Instance) dropOldPartitions() {
 	}
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
 	defer cancel()
-	dropped, err := writer.DropOldPartitions(ctx, in.client.Database(in.cfg.Database), p, now)
+	dropped, err := layout.DropOld(ctx, in.client.Database(in.cfg.Database), p, now)
 	for _, d := range dropped {
-		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Name(oldest))
+		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Collection(oldest))
 	}
 	if err != nil {
 		in.failed = now
@@ -371,18 +377,15 @@ func (in *Instance) dropOldPartitions() {
 	in.kept = oldest
 }
 
-func (in *Instance) partitions() writer.Partitions {
-	return writer.Partitions{Base: in.cfg.Collection, Layout: partitionLayout(in.cfg.Partition), Keep: in.cfg.PartitionKeep}
+func (in *Instance) partitions() layout.Partitions {
+	return layout.Partitions{Base: in.cfg.Collection, Period: period(in.cfg.Partition), Keep: in.cfg.PartitionKeep}
 }
 
-func partitionLayout(p conf.Partition) string {
-	switch p {
-	case conf.PartitionDay:
-		return "20060102"
-	case conf.PartitionMonth:
-		return writer.MonthLayout
+func period(p conf.Partition) layout.Period {
+	if p == conf.PartitionNone {
+		return layout.None
 	}
-	return ""
+	return layout.Period(p)
 }
 
 // report logs a summary line at most once a minute.
@@ -420,6 +423,7 @@ func (in *Instance) exit() {
 		<-done
 	}
 	in.bg.Wait()
+	in.keeper.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), exitGrace)
 	defer cancel()
 	if err := in.client.Disconnect(ctx); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
@@ -107,7 +108,7 @@ func (o *Output) Flushed(res sink.Result, took time.Duration) {
 
 // Reason sorts the error that made a flush give its chunk back.
 func Reason(err error) string {
-	var setup *sink.SetupRequired
+	var setup *layout.Required
 	var server mongo.ServerError
 	switch {
 	case err == nil:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -58,7 +59,7 @@ func TestSetupRequiredRetriesTheChunk(t *testing.T) {
 	s, chunk := setupSink(t, func(context.Context, string) error {
 		calls++
 		if fail {
-			return &SetupRequired{Err: errors.New("cannot create capped collection")}
+			return &layout.Required{Err: errors.New("cannot create capped collection")}
 		}
 		return nil
 	})

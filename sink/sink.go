@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -46,38 +47,28 @@ type Options struct {
 	// WriteBatch is the most bucket writes sent in one command.
 	WriteBatch   int
 	FlushTimeout time.Duration
-	TTL          time.Duration
-	TTLJitter    time.Duration
-	Decoder      parser.Options
-	Grouper      bucketer.Config
-	MaxRecords   int // per bucket
-	MaxBytes     int // per bucket
-	// Partition is the time layout of partitioned collection names
-	// (Collection + "_" + the record's UTC time in this layout, e.g.
-	// "20060102"); empty means one collection.
-	Partition string
-	// PartitionKeep, with Partition, is how many periods are kept, counted
-	// back from the current one; older records are parked, not written
-	// into a partition that is about to be dropped. 0 keeps all.
-	PartitionKeep int
+	// Expiry gives documents their expireAt when on.
+	Expiry     layout.Expiry
+	Decoder    parser.Options
+	Grouper    bucketer.Config
+	MaxRecords int // per bucket
+	MaxBytes   int // per bucket
+	// Partitions, when its Period is set, sends each record to the
+	// partition of its time (Base is Collection). With Keep, records
+	// older than the kept range are parked, not written into a partition
+	// that is about to be dropped.
+	Partitions layout.Partitions
 	// Now is the clock partition retention reads; nil means time.Now.
 	Now func() time.Time
 	// OnWrite, if set, is called with +1 when a write command starts and
 	// -1 when it ends (for metrics).
 	OnWrite func(delta int)
-	// Setup prepares a collection (indexes, capping) before its first
-	// write; nil means nothing to do. An error is logged and the write goes
-	// on, unless it is a *SetupRequired error: then the chunk is retried.
+	// Setup prepares a collection (indexes, capping, TTL) before its first
+	// write, the dead-letter collection included; nil means nothing to do.
+	// An error is logged and the write goes on, unless it is a
+	// *layout.Required error: then the chunk is retried.
 	Setup func(ctx context.Context, coll string) error
 }
-
-// SetupRequired is a Setup error that must hold up writes to the collection
-// (a capped collection must exist before the first insert creates it
-// uncapped).
-type SetupRequired struct{ Err error }
-
-func (e *SetupRequired) Error() string { return e.Err.Error() }
-func (e *SetupRequired) Unwrap() error { return e.Err }
 
 // Logger receives the sink's log lines.
 type Logger interface {
@@ -169,7 +160,7 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 		retried: newBounded[bool](maxRetried)}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
-		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, TTL: opt.TTL, TTLJitter: opt.TTLJitter,
+		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, Expiry: opt.Expiry,
 	}, &s.opt.Grouper, retry)
 	s.batches.New = func() any { return new(parser.Batch) }
 	return s, nil
@@ -410,20 +401,21 @@ func (b *bounded[V]) drop(id string) {
 // or about to be.
 func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
 	recs := f.batch.Records
-	if s.opt.Partition == "" {
+	p := s.opt.Partitions
+	if p.Period == layout.None {
 		return []string{s.opt.Collection}, [][]parser.Record{recs}
 	}
-	p := writer.Partitions{Base: s.opt.Collection, Layout: s.opt.Partition, Keep: s.opt.PartitionKeep}
+	p.Base = s.opt.Collection
 	oldest := p.Oldest(s.opt.Now())
 	at := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
 		if r.Time.Before(oldest) {
 			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: fmt.Sprintf(
-				"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Name(oldest))})
+				"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Collection(oldest))})
 			continue
 		}
-		c := p.Name(r.Time)
+		c := p.Collection(r.Time)
 		j, ok := at[c]
 		if !ok {
 			j = len(colls)
@@ -452,7 +444,7 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 		}
 	}
 	err := s.opt.Setup(ctx, coll)
-	var required *SetupRequired
+	var required *layout.Required
 	switch {
 	case err == nil:
 		s.ready.Store(coll, true)
@@ -585,12 +577,26 @@ func (s *Sink) flatPrefix(id, tag string) parser.Prefix {
 		binary.BigEndian.PutUint64(oid[4:], splitmix(seed+uint64(idx)))
 		dst = bsoncore.AppendObjectIDElement(dst, "_id", oid)
 		dst = bsoncore.AppendStringElement(dst, s.opt.TagKey, tag)
-		if s.opt.TTL > 0 {
-			jitter := writer.Jitter(string(oid[:]), s.opt.TTLJitter)
-			dst = bsoncore.AppendTimeElement(dst, "expireAt", t.Add(s.opt.TTL+jitter))
+		if s.opt.Expiry.On() {
+			// Filled in by expire once the record's fields and time are known.
+			dst = bsoncore.AppendTimeElement(dst, layout.ExpireField, time.Time{})
 		}
 		return dst
 	}
+}
+
+// expire fills in the expireAt of a flat document, which depends on its
+// fields (ttl_rules) and its time (which the line may have set).
+func (s *Sink) expire(r *parser.Record) {
+	if !s.opt.Expiry.On() {
+		return
+	}
+	oid, ok := r.Doc.Lookup("_id").ObjectIDOK()
+	v, err := r.Doc.LookupErr(layout.ExpireField)
+	if !ok || err != nil || v.Type != bsoncore.TypeDateTime {
+		return
+	}
+	binary.LittleEndian.PutUint64(v.Data, uint64(s.opt.Expiry.Flat(oid, r.Time, r.Doc).UnixMilli()))
 }
 
 // splitmix is a bijective 64-bit mix: distinct inputs give distinct ids.
@@ -615,6 +621,7 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 		recs := f.pending(all, nil)
 		docs := make([]writer.Doc, len(recs))
 		for j, r := range recs {
+			s.expire(r)
 			docs[j] = writer.Doc{ID: r.Doc.Lookup("_id"), Raw: bson.Raw(r.Doc)}
 		}
 		refused, limit, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll])
@@ -674,6 +681,9 @@ func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 	res.Parked = len(letters)
 	if len(letters) == 0 {
 		return nil
+	}
+	if err := s.prepare(ctx, s.opt.DeadLetter); err != nil {
+		return err
 	}
 	now := time.Now().UTC()
 	docs := make([]writer.Doc, len(letters))

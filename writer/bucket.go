@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -38,9 +38,8 @@ type BucketConfig struct {
 	Idempotent bool
 	// WriteBatch is the most statements per update command (below 2: one).
 	WriteBatch int
-	// TTL, when set, gives each bucket an expireAt of its newest entry's
-	// time + TTL + a jitter in [0, TTLJitter) fixed per bucket.
-	TTL, TTLJitter time.Duration
+	// Expiry, when on, gives each bucket its expireAt.
+	Expiry layout.Expiry
 }
 
 // Buckets writes groups of records into bucket documents with atomic
@@ -774,14 +773,8 @@ func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.
 	for _, s := range sum.Stats {
 		dst = appendNumber(dst, "stats."+s.Field+".max", s.Max, s.Float)
 	}
-	if b.cfg.TTL > 0 {
-		// A windowed bucket expires TTL after its window ends; one without
-		// a window, TTL after its newest entry.
-		base := g.End
-		if base.IsZero() {
-			base = sum.MaxTs
-		}
-		dst = bsoncore.AppendTimeElement(dst, "expireAt", base.Add(b.cfg.TTL+Jitter(g.ID, b.cfg.TTLJitter)))
+	if b.cfg.Expiry.On() {
+		dst = bsoncore.AppendTimeElement(dst, layout.ExpireField, b.cfg.Expiry.Bucket(g.ID, g.Key, g.End, sum.MaxTs))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, mx)
 
@@ -795,15 +788,4 @@ func appendNumber(dst []byte, key string, v float64, isFloat bool) []byte {
 		return bsoncore.AppendDoubleElement(dst, key, v)
 	}
 	return bsoncore.AppendInt64Element(dst, key, int64(v))
-}
-
-// Jitter is a duration in [0, max) fixed by id, so every write of one
-// document, and every retry, computes the same expiry.
-func Jitter(id string, max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	h := fnv.New64a()
-	h.Write([]byte(id))
-	return time.Duration(h.Sum64() % uint64(max))
 }

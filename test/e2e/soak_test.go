@@ -109,7 +109,7 @@ func TestSoak(t *testing.T) {
 	host = host[:strings.IndexAny(host, "/?")]
 	proxy := newCutter(t, host)
 	e.init("soak", e.props("uri", "mongodb://"+proxy.ln.Addr().String()+"/", "bucket_key", "host",
-		"stats", "cost", "count_by", "level", "flush_timeout", "5s", "connect_timeout", "2s"))
+		"stats", "cost", "count_by", "level", "flush_timeout", "5s", "connect_timeout", "2s", "plugin_log_level", "debug"))
 
 	dir := t.TempDir()
 	var ids []string
@@ -188,6 +188,11 @@ func TestSoak(t *testing.T) {
 	<-faultsDone
 	memEnd := rss(t, e.host.Pid())
 	e.exit("soak")
+	if name := os.Getenv("SOAK_LOG"); name != "" {
+		if err := os.WriteFile(name, []byte(e.host.Stderr()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
 
 	count, _ := e.storedIDs("logs")
 	parked := e.parkedIDs()
@@ -214,6 +219,7 @@ func TestSoak(t *testing.T) {
 	t.Logf("host memory (RSS): %d KiB after %d chunks, %d KiB at the end", memStart, warmUp, memEnd)
 	if lost > 0 || dup > 0 {
 		t.Errorf("%d records lost, %d duplicated", lost, dup)
+		e.explainDuplicates(count)
 	}
 	if len(parked) > 0 {
 		t.Errorf("%d records parked: %v", len(parked), parked)
@@ -225,5 +231,33 @@ func TestSoak(t *testing.T) {
 		t.Errorf("SOAK %v ended before the memory at start was read", length)
 	} else if memEnd > memStart*3/2+32<<10 {
 		t.Errorf("host memory grew from %d KiB to %d KiB", memStart, memEnd)
+	}
+}
+
+// explainDuplicates logs where the first duplicated records are stored,
+// with the op elements of their buckets, and checks every bucket.
+func (e *env) explainDuplicates(count map[string]int) {
+	docs := e.all("logs")
+	checkBuckets(e.t, docs, defaultLimits)
+	shown := 0
+	for _, d := range docs {
+		vals, _ := d.Lookup("logs").Array().Values()
+		var at []string
+		for i, v := range vals {
+			if id := v.Document().Lookup("id").StringValue(); count[id] > 1 {
+				at = append(at, fmt.Sprintf("%d:%s", i, id))
+			}
+		}
+		if len(at) == 0 || shown > 8 {
+			continue
+		}
+		shown++
+		ops, _ := d.Lookup("ops").Array().Values()
+		var elems []string
+		for _, o := range ops {
+			elems = append(elems, fmt.Sprintf("%08x", uint32(o.Int32())))
+		}
+		e.t.Logf("bucket %s (count %d) holds duplicated records at %v ... (%d); ops %v",
+			d.Lookup("_id").StringValue(), d.Lookup("count").AsInt64(), at[:min(len(at), 3)], len(at), elems)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
@@ -179,7 +180,8 @@ func createIndexes(db *mongo.Database, mode sink.Mode) error {
 	if mode == sink.ModeFlat {
 		keys = bson.D{{Key: "tag", Value: 1}, {Key: "ts", Value: 1}}
 	}
-	return writer.EnsureIndexes(context.Background(), db, "logs", writer.Layout{Keys: keys})
+	k := layout.NewKeeper(context.Background(), db, quiet{}, layout.Limits{})
+	return k.Prepare(context.Background(), "logs", layout.Spec{Keys: keys})
 }
 
 // inspect counts documents, entries and their bytes, and indexes.

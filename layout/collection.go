@@ -1,0 +1,269 @@
+package layout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// Logger is where the keeper reports.
+type Logger interface {
+	Infof(format string, args ...any)
+	Warnf(format string, args ...any)
+	Debugf(format string, args ...any)
+}
+
+// Spec is how the plugin creates and keeps one collection.
+type Spec struct {
+	Keys bson.D // the lookup index, e.g. {key: 1, start: 1}; nil: none
+	// TTLField, when set, gets a TTL index deleting documents TTL after
+	// the date the field holds. An existing index on the field with
+	// another TTL (or none) is changed in place with collMod.
+	TTLField string
+	TTL      time.Duration
+	// ExpireAt, when set, computes a stored document's expireAt from its
+	// fields: the backfill gives it to documents without one. Projection
+	// is what it reads of each document (nil: all).
+	ExpireAt   func(doc bson.Raw) (time.Time, bool)
+	Projection bson.D
+	CappedSize int64 // create the collection capped at this size; 0: not capped
+	CappedMax  int64 // and at this many documents; 0: no limit
+	// Compression is the storage engine's block compressor for a
+	// collection the plugin creates; "": the server's default.
+	Compression string
+	Validator   bson.D // a validator for a collection the plugin creates; nil: none
+	ShardKey    bson.D // shard the collection on this key before its first write
+}
+
+// Required is a Prepare error that must hold up writes to the collection:
+// a capped collection must exist before the first insert creates it
+// uncapped, and a shard key must be in place before the first write.
+type Required struct{ Err error }
+
+func (e *Required) Error() string { return e.Err.Error() }
+func (e *Required) Unwrap() error { return e.Err }
+
+// Limits pace the keeper's background work.
+type Limits struct {
+	// BurstLimit: a TTL change that would expire more documents at once
+	// deletes them first, at Rate.
+	BurstLimit int64
+	Rate       int // documents per second deleted, or given an expireAt
+	Batch      int // statements per update command
+}
+
+// Keeper prepares collections before their first write and runs the
+// background work that a TTL change or a TTL turned on needs. Background
+// work stops when the context given to NewKeeper ends; Wait waits for it.
+type Keeper struct {
+	db     *mongo.Database
+	log    Logger
+	limits Limits
+	ctx    context.Context
+	bg     sync.WaitGroup
+
+	mu      sync.Mutex
+	warned  map[string]bool // by what the warning is about
+	running map[string]bool // background work by collection and kind
+}
+
+// NewKeeper returns a keeper of the collections of db.
+func NewKeeper(ctx context.Context, db *mongo.Database, log Logger, limits Limits) *Keeper {
+	limits.Rate = max(limits.Rate, 1)
+	limits.Batch = max(limits.Batch, 1)
+	return &Keeper{db: db, log: log, limits: limits, ctx: ctx, warned: map[string]bool{}, running: map[string]bool{}}
+}
+
+// Wait waits for the background work, which ends with the keeper's
+// context.
+func (k *Keeper) Wait() { k.bg.Wait() }
+
+// warnOnce logs a warning the first time about says it, then at debug.
+func (k *Keeper) warnOnce(about, format string, args ...any) {
+	k.mu.Lock()
+	first := !k.warned[about]
+	k.warned[about] = true
+	k.mu.Unlock()
+	if first {
+		k.log.Warnf(format, args...)
+	} else {
+		k.log.Debugf(format, args...)
+	}
+}
+
+// background runs fn once per collection and kind at a time.
+func (k *Keeper) background(coll, kind string, fn func(ctx context.Context)) {
+	key := coll + "\x00" + kind
+	k.mu.Lock()
+	if k.running[key] {
+		k.mu.Unlock()
+		return
+	}
+	k.running[key] = true
+	k.mu.Unlock()
+	k.bg.Add(1)
+	go func() {
+		defer k.bg.Done()
+		defer func() {
+			if r := recover(); r != nil {
+				k.log.Warnf("%s of %s stopped: panic: %v", kind, coll, r)
+			}
+			k.mu.Lock()
+			delete(k.running, key)
+			k.mu.Unlock()
+		}()
+		fn(k.ctx)
+	}()
+}
+
+// Prepare sets coll up before its first write: sharding and creation
+// (which must succeed when capped or sharded), then indexes and TTL. A
+// server that refuses an option gets one warning per collection and
+// writing goes on without it. An error that is not *Required is reported
+// by the caller, who writes anyway; one the server did not answer is
+// returned as it is.
+func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
+	if s.ShardKey != nil {
+		if err := k.shard(ctx, coll, s.ShardKey); err != nil {
+			return err
+		}
+	}
+	if err := k.create(ctx, coll, s); err != nil {
+		return err
+	}
+	if s.Keys != nil {
+		if _, err := k.db.Collection(coll).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: s.Keys}); err != nil {
+			return fmt.Errorf("creating index %s on %s: %w", FormatKeys(s.Keys), coll, err)
+		}
+	}
+	if s.TTLField != "" && s.TTL > 0 {
+		if err := k.ensureTTL(ctx, coll, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *Keeper) shard(ctx context.Context, coll string, key bson.D) error {
+	cmd := bson.D{{Key: "shardCollection", Value: k.db.Name() + "." + coll}, {Key: "key", Value: key}}
+	err := k.db.Client().Database("admin").RunCommand(ctx, cmd).Err()
+	var refused mongo.ServerError
+	switch {
+	case errors.As(err, &refused):
+		// The server answered: not a sharded cluster, not allowed.
+		k.warnOnce("shard_key", "shard_key: the server refused to shard %s on %s: %v (writing unsharded; further refusals are logged at debug)",
+			coll, FormatKeys(key), err)
+	case err != nil:
+		return &Required{Err: fmt.Errorf("sharding collection %s: %w", coll, err)}
+	default:
+		k.log.Infof("sharded collection %s on %s", coll, FormatKeys(key))
+	}
+	return nil
+}
+
+// create creates coll with the options of s, when it has any and coll does
+// not exist. Options the server refuses are dropped with a warning, except
+// capping, without which the collection must not be written.
+func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
+	capped := options.CreateCollection()
+	if s.CappedSize > 0 {
+		capped.SetCapped(true).SetSizeInBytes(s.CappedSize)
+		if s.CappedMax > 0 {
+			capped.SetMaxDocuments(s.CappedMax)
+		}
+	}
+	var extras []string
+	var opts []options.Lister[options.CreateCollectionOptions]
+	if s.CappedSize > 0 {
+		opts = append(opts, capped)
+	}
+	if s.Compression != "" {
+		extras = append(extras, "compression "+s.Compression)
+		opts = append(opts, options.CreateCollection().SetStorageEngine(bson.D{{Key: "wiredTiger",
+			Value: bson.D{{Key: "configString", Value: "block_compressor=" + s.Compression}}}}))
+	}
+	if s.Validator != nil {
+		extras = append(extras, "validate on")
+		opts = append(opts, options.CreateCollection().SetValidator(s.Validator))
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	err := k.db.CreateCollection(ctx, coll, opts...)
+	if exists(err) {
+		return nil
+	}
+	var refused mongo.ServerError
+	if err != nil && errors.As(err, &refused) && len(extras) > 0 {
+		k.warnOnce("create\x00"+coll, "the server refused to create %s with %s: %v (created without them)", coll, strings.Join(extras, ", "), err)
+		err = nil
+		if s.CappedSize > 0 {
+			if err = k.db.CreateCollection(ctx, coll, capped); exists(err) {
+				err = nil
+			}
+		}
+	}
+	if err != nil && s.CappedSize > 0 {
+		return &Required{Err: fmt.Errorf("creating capped collection %s: %w", coll, err)}
+	}
+	return err
+}
+
+// exists reports whether err says the collection exists already.
+func exists(err error) bool {
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && ce.HasErrorCode(48) // NamespaceExists
+}
+
+// FormatKeys renders an index or shard key as a user writes it:
+// {key: 1, start: 1}.
+func FormatKeys(keys bson.D) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, e := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s: %v", e.Key, e.Value)
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// BucketSchema is the validator of a bucket collection: the fields every
+// bucket has, and BSON dates where TTL and range queries need them.
+func BucketSchema() bson.D {
+	return schema([]string{"key", "seq", "count", "logs", "minTs", "maxTs"}, bson.D{
+		{Key: "seq", Value: bson.D{{Key: "bsonType", Value: bson.A{"int", "long"}}}},
+		{Key: "count", Value: bson.D{{Key: "bsonType", Value: bson.A{"int", "long"}}}},
+		{Key: "logs", Value: bson.D{{Key: "bsonType", Value: "array"}}},
+		{Key: "start", Value: date},
+		{Key: "end", Value: date},
+		{Key: "minTs", Value: date},
+		{Key: "maxTs", Value: date},
+		{Key: ExpireField, Value: date},
+	})
+}
+
+// FlatSchema is the validator of a flat collection: every document has its
+// time as a BSON date, and expireAt is a date.
+func FlatSchema(timeKey string) bson.D {
+	return schema([]string{timeKey}, bson.D{{Key: timeKey, Value: date}, {Key: ExpireField, Value: date}})
+}
+
+var date = bson.D{{Key: "bsonType", Value: "date"}}
+
+func schema(required []string, props bson.D) bson.D {
+	return bson.D{{Key: "$jsonSchema", Value: bson.D{
+		{Key: "bsonType", Value: "object"},
+		{Key: "required", Value: required},
+		{Key: "properties", Value: props},
+	}}}
+}

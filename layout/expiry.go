@@ -1,0 +1,129 @@
+package layout
+
+import (
+	"hash/fnv"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// ExpireField is the field a document's expiry is stored in.
+const ExpireField = "expireAt"
+
+// Rule gives the documents whose Field holds Value a retention of TTL
+// instead of the collection's.
+type Rule struct {
+	Field string // as stored: a bucket's key field name, or a flat document's top-level field
+	Value string
+	TTL   time.Duration
+}
+
+// Expiry is when documents leave. The TTL index on expireAt deletes a
+// document TTL after its expireAt, and expireAt is the document's time
+// anchor (a bucket's window end, or its newest entry without a window; a
+// flat document's time) plus a jitter fixed per document plus the offset of
+// the first rule it matches (the rule's TTL minus TTL). A change of TTL is
+// then one change of the index (collMod), and one index serves every rule.
+type Expiry struct {
+	TTL    time.Duration // 0: documents do not expire
+	Jitter time.Duration // the jitter is in [0, Jitter)
+	Rules  []Rule
+}
+
+// On reports whether documents expire.
+func (e Expiry) On() bool { return e.TTL > 0 }
+
+// At is the expireAt of a document with time anchor, jitter id id, whose
+// fields doc holds (the bucket's key or the flat document).
+func (e Expiry) At(anchor time.Time, id string, doc bsoncore.Document) time.Time {
+	return anchor.Add(Jitter(id, e.Jitter) + e.Offset(doc))
+}
+
+// Offset is the rule offset of a document whose fields doc holds: the
+// first matching rule's TTL minus TTL, 0 when none matches.
+func (e Expiry) Offset(doc bsoncore.Document) time.Duration {
+	for _, r := range e.Rules {
+		if v, err := doc.LookupErr(r.Field); err == nil && ValueText(v) == r.Value {
+			return r.TTL - e.TTL
+		}
+	}
+	return 0
+}
+
+// ValueText is a scalar value as a rule or a user writes it; "" for other
+// types.
+func ValueText(v bsoncore.Value) string {
+	switch v.Type {
+	case bsoncore.TypeString:
+		return v.StringValue()
+	case bsoncore.TypeInt32:
+		return strconv.Itoa(int(v.Int32()))
+	case bsoncore.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bsoncore.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bsoncore.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
+	}
+	return ""
+}
+
+// Jitter is a duration in [0, max) fixed by id, so every write of one
+// document, and every retry, computes the same expiry.
+func Jitter(id string, max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	return time.Duration(h.Sum64() % uint64(max))
+}
+
+// Bucket is the expireAt of a bucket of group id with key fields key: its
+// window end, or without a window its newest entry (maxTs), as anchor.
+func (e Expiry) Bucket(id string, key bsoncore.Document, end, maxTs time.Time) time.Time {
+	anchor := end
+	if anchor.IsZero() {
+		anchor = maxTs
+	}
+	return e.At(anchor, id, key)
+}
+
+// StoredBucket is the expireAt of a stored bucket (its _id, key, end and
+// maxTs read), for the backfill.
+func (e Expiry) StoredBucket(doc bson.Raw) (time.Time, bool) {
+	id, ok := doc.Lookup("_id").StringValueOK()
+	cut := strings.LastIndexByte(id, '-')
+	maxTs, hasMax := doc.Lookup("maxTs").TimeOK()
+	end, _ := doc.Lookup("end").TimeOK()
+	key, _ := doc.Lookup("key").DocumentOK()
+	if !ok || cut < 0 || !hasMax && end.IsZero() {
+		return time.Time{}, false
+	}
+	return e.Bucket(id[:cut], bsoncore.Document(key), end, maxTs), true
+}
+
+// BucketProjection is what StoredBucket reads.
+var BucketProjection = bson.D{{Key: "_id", Value: 1}, {Key: "key", Value: 1}, {Key: "end", Value: 1}, {Key: "maxTs", Value: 1}}
+
+// Flat is the expireAt of a flat document with ObjectID oid, time t and
+// fields doc.
+func (e Expiry) Flat(oid [12]byte, t time.Time, doc bsoncore.Document) time.Time {
+	return e.At(t, string(oid[:]), doc)
+}
+
+// StoredFlat is the expireAt of a stored flat document whose time is under
+// timeKey, for the backfill.
+func (e Expiry) StoredFlat(timeKey string) func(doc bson.Raw) (time.Time, bool) {
+	return func(doc bson.Raw) (time.Time, bool) {
+		oid, ok := doc.Lookup("_id").ObjectIDOK()
+		t, hasTime := doc.Lookup(timeKey).TimeOK()
+		if !ok || !hasTime {
+			return time.Time{}, false
+		}
+		return e.Flat(oid, t, bsoncore.Document(doc)), true
+	}
+}

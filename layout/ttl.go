@@ -1,0 +1,299 @@
+package layout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// ttlIndex is what a collection has of a TTL index on one field.
+type ttlIndex struct {
+	found bool
+	after *int64 // expireAfterSeconds; nil: a plain index
+}
+
+// TTLAction is what start-up does about a collection's TTL index.
+type TTLAction int
+
+const (
+	TTLKeep   TTLAction = iota // the index has the TTL already
+	TTLCreate                  // no index on the field: create one
+	TTLChange                  // an index with another TTL, or none: collMod
+)
+
+// PlanTTL says what to do about an index (found, with TTL after seconds or
+// none) for a TTL of want seconds, and whether the change expires
+// documents earlier than before (lowering, or a TTL where there was none).
+func PlanTTL(found bool, after *int64, want int64) (action TTLAction, lowers bool) {
+	switch {
+	case !found:
+		return TTLCreate, true
+	case after != nil && *after == want:
+		return TTLKeep, false
+	default:
+		return TTLChange, after == nil || want < *after
+	}
+}
+
+// ensureTTL gives coll a TTL index on s.TTLField with expireAfterSeconds
+// s.TTL. A change that would expire more than the burst limit at once
+// deletes those documents first, at the keeper's rate, in the background;
+// then it changes the index. Documents without the field are given it in
+// the background (when s.ExpireAt says how). A server that refuses TTL
+// indexes or collMod gets one warning per collection.
+func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
+	want := int64(s.TTL / time.Second)
+	idx, err := k.ttlIndex(ctx, coll, s.TTLField)
+	if err != nil {
+		return fmt.Errorf("listing the indexes of %s: %w", coll, err)
+	}
+	action, lowers := PlanTTL(idx.found, idx.after, want)
+	apply := func(ctx context.Context) error {
+		switch action {
+		case TTLCreate:
+			return k.createTTL(ctx, coll, s.TTLField, want)
+		case TTLChange:
+			return k.collMod(ctx, coll, s.TTLField, idx.after, want)
+		}
+		return nil
+	}
+	if action != TTLKeep && lowers {
+		n, err := k.db.Collection(coll).CountDocuments(ctx, expiredBy(s.TTLField, want, time.Now()))
+		if err != nil {
+			return fmt.Errorf("counting the documents of %s a TTL of %ds expires: %w", coll, want, err)
+		}
+		if n > 0 {
+			k.log.Infof("ttl %ds on %s expires %d documents at once", want, coll, n)
+		}
+		if n > k.limits.BurstLimit {
+			k.background(coll, "ttl", func(ctx context.Context) {
+				if k.deleteExpired(ctx, coll, s.TTLField, want, n) {
+					k.settle(coll, apply(ctx))
+				}
+			})
+			return k.backfill(coll, s)
+		}
+	}
+	k.settle(coll, apply(ctx))
+	return k.backfill(coll, s)
+}
+
+// settle logs the outcome of a TTL index change.
+func (k *Keeper) settle(coll string, err error) {
+	if err == nil {
+		return
+	}
+	var refused mongo.ServerError
+	if errors.As(err, &refused) {
+		k.warnOnce("ttl\x00"+coll, "%v (documents of %s do not expire by this ttl; writing goes on)", err, coll)
+		return
+	}
+	k.log.Warnf("%v (tried again at the next start)", err)
+}
+
+// expiredBy selects the documents a TTL of want seconds expires at now.
+func expiredBy(field string, want int64, now time.Time) bson.D {
+	cutoff := now.Add(-time.Duration(want) * time.Second)
+	return bson.D{{Key: field, Value: bson.D{{Key: "$lt", Value: cutoff}}}}
+}
+
+// ttlIndex finds the index of coll on field alone.
+func (k *Keeper) ttlIndex(ctx context.Context, coll, field string) (ttlIndex, error) {
+	cur, err := k.db.Collection(coll).Indexes().List(ctx)
+	var ce mongo.CommandError
+	if errors.As(err, &ce) && ce.HasErrorCode(26) { // NamespaceNotFound
+		return ttlIndex{}, nil
+	}
+	if err != nil {
+		return ttlIndex{}, err
+	}
+	defer cur.Close(ctx)
+	for cur.Next(ctx) {
+		keys, ok := cur.Current.Lookup("key").DocumentOK()
+		if !ok {
+			continue
+		}
+		elems, _ := keys.Elements()
+		if len(elems) != 1 || elems[0].Key() != field {
+			continue
+		}
+		idx := ttlIndex{found: true}
+		if v, ok := cur.Current.Lookup("expireAfterSeconds").AsInt64OK(); ok {
+			idx.after = &v
+		} else if f, ok := cur.Current.Lookup("expireAfterSeconds").DoubleOK(); ok {
+			v := int64(f)
+			idx.after = &v
+		}
+		return idx, nil
+	}
+	return ttlIndex{}, cur.Err()
+}
+
+func (k *Keeper) createTTL(ctx context.Context, coll, field string, after int64) error {
+	m := mongo.IndexModel{Keys: bson.D{{Key: field, Value: 1}}, Options: options.Index().SetExpireAfterSeconds(int32(after))}
+	if _, err := k.db.Collection(coll).Indexes().CreateOne(ctx, m); err != nil {
+		return fmt.Errorf("creating TTL index {%s: 1} (expireAfterSeconds %d) on %s: %w", field, after, coll, err)
+	}
+	k.log.Infof("created TTL index {%s: 1} on %s: documents expire %ds after %s", field, coll, after, field)
+	return nil
+}
+
+// collMod changes the TTL of the index on field in place: never dropped and
+// rebuilt. A plain index becomes a TTL index this way (MongoDB 6.0+).
+func (k *Keeper) collMod(ctx context.Context, coll, field string, from *int64, after int64) error {
+	cmd := bson.D{{Key: "collMod", Value: coll}, {Key: "index", Value: bson.D{
+		{Key: "keyPattern", Value: bson.D{{Key: field, Value: 1}}},
+		{Key: "expireAfterSeconds", Value: after},
+	}}}
+	was := "none"
+	if from != nil {
+		was = fmt.Sprintf("%ds", *from)
+	}
+	if err := k.db.RunCommand(ctx, cmd).Err(); err != nil {
+		return fmt.Errorf("changing the TTL of index {%s: 1} on %s from %s to %ds (collMod): %w", field, coll, was, after, err)
+	}
+	k.log.Infof("changed the TTL of index {%s: 1} on %s from %s to %ds", field, coll, was, after)
+	return nil
+}
+
+// pace waits so that done documents since start took at least the time
+// the keeper's rate allows; false when ctx ends first.
+func (k *Keeper) pace(ctx context.Context, start time.Time, done int64) bool {
+	due := start.Add(time.Duration(float64(done) / float64(k.limits.Rate) * float64(time.Second)))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Until(due)):
+		return true
+	}
+}
+
+// deleteExpired deletes, oldest first and at the keeper's rate, the
+// documents of coll that a TTL of want seconds expires, before the TTL
+// index is lowered: the TTL monitor would delete them in one burst. It
+// reports whether it finished.
+func (k *Keeper) deleteExpired(ctx context.Context, coll, field string, want, total int64) bool {
+	c := k.db.Collection(coll)
+	batch := int64(min(k.limits.Rate, 1000))
+	k.log.Infof("ttl %ds on %s: deleting %d documents at %d/s before lowering the index (ttl_burst_limit %d)",
+		want, coll, total, k.limits.Rate, k.limits.BurstLimit)
+	start, last := time.Now(), time.Now()
+	var done int64
+	for {
+		filter := expiredBy(field, want, time.Now())
+		cur, err := c.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).
+			SetSort(bson.D{{Key: field, Value: 1}}).SetLimit(batch))
+		var ids bson.A
+		if err == nil {
+			for cur.Next(ctx) {
+				ids = append(ids, cur.Current.Lookup("_id"))
+			}
+			err = errors.Join(cur.Err(), cur.Close(ctx))
+		}
+		if err == nil && len(ids) > 0 {
+			var res *mongo.DeleteResult
+			res, err = c.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+			if err == nil {
+				done += res.DeletedCount
+			}
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				k.log.Warnf("ttl %ds on %s: deleting expired documents stopped after %d: %v (the index keeps its TTL until the next start)", want, coll, done, err)
+			}
+			return false
+		}
+		if len(ids) == 0 {
+			k.log.Infof("ttl %ds on %s: deleted %d documents", want, coll, done)
+			return true
+		}
+		if time.Since(last) >= 10*time.Second {
+			k.log.Infof("ttl %ds on %s: deleted %d of %d documents", want, coll, done, total)
+			last = time.Now()
+		}
+		if !k.pace(ctx, start, done) {
+			return false
+		}
+	}
+}
+
+// backfill gives the documents of coll without s.TTLField one, in the
+// background at the keeper's rate. Several agents doing it at once are
+// harmless: each update applies only to a document still without it.
+func (k *Keeper) backfill(coll string, s Spec) error {
+	if s.ExpireAt == nil {
+		return nil
+	}
+	k.background(coll, "expireAt backfill", func(ctx context.Context) {
+		c := k.db.Collection(coll)
+		missing := bson.D{{Key: s.TTLField, Value: bson.D{{Key: "$exists", Value: false}}}}
+		batch := int64(min(k.limits.Rate, 1000))
+		start, last := time.Now(), time.Now()
+		var done, skipped int64
+		fail := func(err error) {
+			if ctx.Err() == nil {
+				k.log.Warnf("giving documents of %s an %s stopped after %d: %v (resumed at the next start)", coll, s.TTLField, done, err)
+			}
+		}
+		for {
+			find := options.Find().SetLimit(batch).SetSkip(skipped)
+			if s.Projection != nil {
+				find.SetProjection(s.Projection)
+			}
+			cur, err := c.Find(ctx, missing, find)
+			if err != nil {
+				fail(err)
+				return
+			}
+			var models []mongo.WriteModel
+			n := 0
+			for cur.Next(ctx) {
+				n++
+				at, ok := s.ExpireAt(cur.Current)
+				if !ok {
+					skipped++ // no time to anchor on: it stays without
+					continue
+				}
+				models = append(models, mongo.NewUpdateOneModel().
+					SetFilter(bson.D{{Key: "_id", Value: cur.Current.Lookup("_id")}, missing[0]}).
+					SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: s.TTLField, Value: at}}}}))
+			}
+			if err := errors.Join(cur.Err(), cur.Close(ctx)); err != nil {
+				fail(err)
+				return
+			}
+			if n == 0 {
+				if done > 0 {
+					k.log.Infof("gave %d documents of %s an %s", done, coll, s.TTLField)
+				}
+				return
+			}
+			if done == 0 && len(models) > 0 {
+				k.log.Infof("giving the documents of %s without %s one, %d/s", coll, s.TTLField, k.limits.Rate)
+			}
+			for len(models) > 0 {
+				m := models[:min(len(models), k.limits.Batch)]
+				models = models[len(m):]
+				res, err := c.BulkWrite(ctx, m, options.BulkWrite().SetOrdered(false))
+				if err != nil {
+					fail(err)
+					return
+				}
+				done += res.ModifiedCount
+			}
+			if time.Since(last) >= 10*time.Second {
+				k.log.Infof("gave %d documents of %s an %s so far", done, coll, s.TTLField)
+				last = time.Now()
+			}
+			if !k.pace(ctx, start, done+skipped) {
+				return
+			}
+		}
+	})
+	return nil
+}
