@@ -1,23 +1,27 @@
 # The plugin, its tests and its benchmarks. `make` builds the plugin.
 GO ?= go
 SO := build/out_mongodb.so
-SOURCES := $(shell find plugin conf parser bucketer writer sink instance -name '*.go' -not -name '*_test.go') go.mod go.sum
+SOURCES := $(shell find . -path ./test -prune -o -name '*.go' -not -name '*_test.go' -print) go.mod go.sum
 # Packages that must build without cgo: everything but plugin/.
-PURE := ./conf/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/...
+PURE := ./conf/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/...
 # Fuzz budgets are counts of executions, not durations: with a duration,
 # Go 1.26's fuzz coordinator can report "context deadline exceeded" at the
 # deadline on a loaded machine (golang/go#75804, fixed in Go 1.27), failing
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration fuzz-short fuzz run bench soak clean
+.PHONY: build test unit integration fuzz-short fuzz run serve bench soak clean
 
-build: $(SO)
+build: $(SO) build/mongolog
 
 $(SO): $(SOURCES)
 	@mkdir -p build
 	$(GO) build -buildmode=c-shared -o $(SO) ./plugin
 	@rm -f build/out_mongodb.h
+
+build/mongolog: $(SOURCES)
+	@mkdir -p build
+	CGO_ENABLED=0 $(GO) build -o build/mongolog ./cmd/mongolog
 
 # Everything: unit tests (with the race detector), integration tests of the
 # real .so against the test server (or MONGO_URI), and a short fuzz run.
@@ -50,6 +54,14 @@ fuzz:
 # when it is on PATH, else through the host harness) and prints what landed.
 run: build
 	cd test && $(GO) run ./cmd/demo -so $(abspath $(SO))
+
+# The local test server (FerretDB on SQLite) on 127.0.0.1:$(PORT), its
+# data kept in build/serve-data, until Ctrl-C: something to point a real
+# Fluent Bit at.
+PORT ?= 27017
+serve:
+	@mkdir -p build/serve-data
+	cd test && $(GO) run ./cmd/serve -addr 127.0.0.1:$(PORT) -data $(abspath build/serve-data)
 
 # Sustained chunks through the host harness for SOAK while the test server
 # restarts and its connections are cut; prints records/s, faults, records

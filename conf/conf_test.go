@@ -869,3 +869,21 @@ func TestSuggest(t *testing.T) {
 		}
 	}
 }
+
+// Changed names exactly the settings that differ from their defaults.
+func TestChanged(t *testing.T) {
+	c, err := parse(with("collection", "app", "bucket_key", "host, module", "ttl", "7d", "write_batch", "100", "tag_key", "my tag"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Changed(), `collection=app bucket_key=host,module tag_key="my tag" ttl=7d`; got != want {
+		t.Errorf("Changed() = %s, want %s", got, want)
+	}
+	d, err := parse(with())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Changed(); got != "" {
+		t.Errorf("defaults: Changed() = %s, want nothing", got)
+	}
+}

@@ -261,6 +261,36 @@ func (c *Config) String() string {
 	return b.String()
 }
 
+// Changed renders, as String does, the settings that differ from their
+// defaults, but for the connection: what the plugin took beyond what it
+// would have taken anyway.
+func (c *Config) Changed() string {
+	base, err := Parse(Map{"uri": "mongodb://localhost"}, func(string) string { return "" }, nil)
+	if err != nil {
+		return ""
+	}
+	defaults := map[string]string{}
+	for _, kv := range base.settings() {
+		defaults[kv[0]] = kv[1]
+	}
+	var b strings.Builder
+	for _, kv := range c.settings() {
+		derived := kv[0] == "dead_letter_collection" && kv[1] == c.Collection+deadLetterSuffix
+		if kv[0] == "uri" || kv[0] == "uri_source" || derived || kv[1] == defaults[kv[0]] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		v := kv[1]
+		if v == "" || strings.ContainsAny(v, " \t\"'\\") {
+			v = strconv.Quote(v)
+		}
+		b.WriteString(kv[0] + "=" + v)
+	}
+	return b.String()
+}
+
 // settings lists the effective value of every key as a user would write it;
 // uri is redacted and its source given as uri_source.
 func (c *Config) settings() [][2]string {

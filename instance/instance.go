@@ -148,6 +148,11 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		log.Infof("serving metrics on http://%s/metrics (output=%q)", endpoint.Addr(), name)
 	}
 	log.Infof("writing to %s, database %s, collection %s, mode %s", cfg.Redacted(), cfg.Database, cfg.Collection, cfg.Mode)
+	changed := cfg.Changed()
+	if changed == "" {
+		changed = "none"
+	}
+	log.Infof("settings other than the defaults: %s", changed)
 	in.bg.Add(1)
 	go in.ping()
 	return in, nil

@@ -300,6 +300,9 @@ func TestLogging(t *testing.T) {
 	if strings.Contains(out, "mongodb.7") {
 		t.Errorf("default name used despite instance_name:\n%s", out)
 	}
+	if !strings.Contains(out, "settings other than the defaults: database=db flush_timeout=2s connect_timeout=1s create_indexes=off instance_name=logs-main\n") {
+		t.Errorf("the start-up line of changed settings is missing or wrong:\n%s", out)
+	}
 
 	log = &syncBuffer{}
 	in, err = New(testConfig("plugin_log_level", "error"), "mongodb.3", log)

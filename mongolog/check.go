@@ -1,0 +1,69 @@
+// Package mongolog is the read side of the plugin and the tooling around
+// it: the mongolog command's subcommands, kept apart from the command line
+// so that tests call them directly.
+package mongolog
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/fbconf"
+)
+
+// PluginName is the name the plugin registers with Fluent Bit.
+const PluginName = "mongodb"
+
+// Check validates every mongodb output of the Fluent Bit configuration at
+// path with the plugin's own rules (unknown keys named with the key they
+// resemble) and reports to w. It returns the number of problems found; a
+// configuration without a mongodb output is one.
+func Check(w io.Writer, path string, env func(string) string) (problems int, err error) {
+	secs, err := fbconf.Load(path, env)
+	if err != nil {
+		return 0, err
+	}
+	outs := fbconf.Outputs(secs, PluginName)
+	if len(outs) == 0 {
+		fmt.Fprintf(w, "%s: no [OUTPUT] with Name %s\n", path, PluginName)
+		return 1, nil
+	}
+	for _, o := range outs {
+		name := PluginName
+		if l := o.Label(); l != "" {
+			name += " (" + l + ")"
+		}
+		c, err := conf.Parse(o.Props, env, nil)
+		if err == nil {
+			fmt.Fprintf(w, "%s: output %s: ok", o.Where(), name)
+			if changed := c.Changed(); changed != "" {
+				fmt.Fprintf(w, " (%s)", changed)
+			}
+			fmt.Fprintln(w)
+			continue
+		}
+		errs := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			errs = j.Unwrap()
+		}
+		fmt.Fprintf(w, "%s: output %s: %d %s\n", o.Where(), name, len(errs), plural(len(errs), "problem"))
+		for _, e := range errs {
+			var ce *conf.Error
+			if errors.As(e, &ce) {
+				fmt.Fprintf(w, "  %s\n", ce.Error())
+				continue
+			}
+			fmt.Fprintf(w, "  %v\n", e)
+		}
+		problems += len(errs)
+	}
+	return problems, nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return noun
+	}
+	return noun + "s"
+}
