@@ -9,6 +9,8 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
+require gopkg.in/yaml.v3 v3.0.1 // indirect
+
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect
 	github.com/AlekSi/pointer v1.2.0 // indirect

@@ -3,11 +3,20 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
 )
 
@@ -18,8 +27,10 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(checkCommand())
-	if err := root.Execute(); err != nil {
+	root.AddCommand(checkCommand(), queryCommand())
+	ctx, stop := signalContext()
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "mongolog:", err)
 		os.Exit(2)
 	}
@@ -48,4 +59,135 @@ func checkCommand() *cobra.Command {
 	cmd.Flags().StringVarP(&file, "config", "c", "", "Fluent Bit configuration file")
 	_ = cmd.MarkFlagRequired("config")
 	return cmd
+}
+
+// targetKeys are the plugin keys the read commands take as flags.
+var targetKeys = []string{"uri", "uri_file", "uri_env", "database", "collection", "mode", "bucket_key", "bucket_window",
+	"partition", "time_key", "tag_key", "key_replace_dot", "key_replace_dollar", "connect_timeout"}
+
+// target is where a read command reads: -c FILE [--output NAME] and plugin
+// keys as flags.
+type target struct {
+	file, output string
+	keys         map[string]*string
+}
+
+func addTarget(cmd *cobra.Command) *target {
+	t := &target{keys: map[string]*string{}}
+	cmd.Flags().StringVarP(&t.file, "config", "c", "", "Fluent Bit configuration whose mongodb output says where to read")
+	cmd.Flags().StringVar(&t.output, "output", "", "with -c: the mongodb output of this instance_name or Alias (default: the first)")
+	for _, k := range targetKeys {
+		def := ""
+		for _, d := range conf.Keys() {
+			if d.Key == k {
+				def = d.Default
+			}
+		}
+		t.keys[k] = cmd.Flags().String(k, "", "the plugin's "+k+" (default "+strings.TrimSpace(def+" as the plugin")+")")
+	}
+	return t
+}
+
+// open connects to what t names.
+func (t *target) open(cmd *cobra.Command) (*conf.Config, *mongo.Database, func(), error) {
+	keys := map[string]string{}
+	for k, v := range t.keys {
+		if cmd.Flags().Changed(k) {
+			keys[k] = *v
+		}
+	}
+	cfg, err := mongolog.Target{File: t.file, Output: t.output, Keys: keys}.Config(os.Getenv)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	db, closeFn, err := mongolog.Connect(cmd.Context(), cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, db, closeFn, nil
+}
+
+func queryCommand() *cobra.Command {
+	var since, from, to, format string
+	var limit int
+	var follow, raw, table bool
+	cmd := &cobra.Command{
+		Use:   "query [field=value | field!=value | field>n | field>=n | field<n | field<=n | field~regex ...]",
+		Short: "Print the records that match, in time order, out of buckets (or flat documents), across partitions",
+		Long: "query prints the records that meet every condition, oldest first. Conditions on bucket_key fields\n" +
+			"and the time range select buckets through their key, start, minTs and maxTs; the server unpacks them\n" +
+			"and filters the entries. A number matches its text too (code=500 finds 500 and \"500\").",
+	}
+	tgt := addTarget(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var q mongolog.Query
+		for _, a := range args {
+			c, err := mongolog.ParseCond(a)
+			if err != nil {
+				return err
+			}
+			q.Conds = append(q.Conds, c)
+		}
+		var err error
+		if since != "" {
+			d, err := mongolog.ParseAge(since)
+			if err != nil {
+				return fmt.Errorf("--since: %v", err)
+			}
+			q.From = time.Now().Add(-d)
+		}
+		if from != "" {
+			if q.From, err = mongolog.ParseTime(from); err != nil {
+				return fmt.Errorf("--from: %v", err)
+			}
+		}
+		if to != "" {
+			if q.To, err = mongolog.ParseTime(to); err != nil {
+				return fmt.Errorf("--to: %v", err)
+			}
+		}
+		q.Limit = limit
+		switch {
+		case raw:
+			format = "raw"
+		case table:
+			format = "table"
+		}
+		if !slices.Contains(mongolog.Formats, format) {
+			return fmt.Errorf("--format %q: want one of %s", format, strings.Join(mongolog.Formats, ", "))
+		}
+		cfg, db, closeFn, err := tgt.open(cmd)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		p := &mongolog.Printer{W: cmd.OutOrStdout(), Format: format, TimeKey: cfg.TimeKey}
+		r := &mongolog.Reader{DB: db, Cfg: cfg}
+		if !follow {
+			if err := r.Query(cmd.Context(), q, p.Print); err != nil {
+				return err
+			}
+			return p.Flush()
+		}
+		return r.Follow(cmd.Context(), q, time.Second, func(rec bson.Raw) error {
+			if err := p.Print(rec); err != nil {
+				return err
+			}
+			return p.Flush()
+		})
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only records of the last duration (15m, 2h, 7d)")
+	cmd.Flags().StringVar(&from, "from", "", "only records at or after this time (2024-06-01T10:00, RFC 3339; UTC)")
+	cmd.Flags().StringVar(&to, "to", "", "only records before this time")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many records (0: all)")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new records as they land, like tail -f")
+	cmd.Flags().StringVar(&format, "format", "json", "json (JSON lines), table or raw")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the raw line (the log field of unparsed records); --format raw")
+	cmd.Flags().BoolVar(&table, "table", false, "--format table")
+	return cmd
+}
+
+// signalContext ends on Ctrl-C or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

@@ -1,0 +1,86 @@
+package mongolog
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Printer writes records as JSON lines (relaxed extended JSON), as a table
+// (columns from the first record), or raw (the unparsed line in log, else
+// the JSON line).
+type Printer struct {
+	W       io.Writer
+	Format  string // "json", "table" or "raw"
+	TimeKey string
+	tw      *tabwriter.Writer
+	cols    []string
+}
+
+// Formats are the output formats a Printer knows.
+var Formats = []string{"json", "table", "raw"}
+
+func (p *Printer) Print(rec bson.Raw) error {
+	switch p.Format {
+	case "table":
+		return p.row(rec)
+	case "raw":
+		if line, ok := rec.Lookup("log").StringValueOK(); ok {
+			_, err := fmt.Fprintln(p.W, line)
+			return err
+		}
+	}
+	b, err := bson.MarshalExtJSON(rec, false, false)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(p.W, "%s\n", b)
+	return err
+}
+
+func (p *Printer) row(rec bson.Raw) error {
+	if p.tw == nil {
+		p.tw = tabwriter.NewWriter(p.W, 0, 4, 2, ' ', 0)
+		p.cols = []string{p.TimeKey}
+		elems, _ := rec.Elements()
+		for _, e := range elems {
+			if e.Key() != p.TimeKey {
+				p.cols = append(p.cols, e.Key())
+			}
+		}
+		fmt.Fprintln(p.tw, strings.Join(p.cols, "\t"))
+	}
+	cells := make([]string, len(p.cols))
+	for i, c := range p.cols {
+		cells[i] = cell(rec.Lookup(c))
+	}
+	_, err := fmt.Fprintln(p.tw, strings.Join(cells, "\t"))
+	return err
+}
+
+// cell is a value as a table shows it.
+func cell(v bson.RawValue) string {
+	switch v.Type {
+	case 0:
+		return ""
+	case bson.TypeString:
+		return strings.NewReplacer("\t", " ", "\n", " ").Replace(v.StringValue())
+	case bson.TypeDateTime:
+		return v.Time().UTC().Format(time.RFC3339Nano)
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeBoolean:
+		return v.String()
+	}
+	return v.String()
+}
+
+// Flush writes out a table.
+func (p *Printer) Flush() error {
+	if p.tw != nil {
+		return p.tw.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+)
+
+// matches evaluates c on a record the way the server does: = and != match
+// a number or its text, comparisons take numbers only, ~ strings only; a
+// missing field is != anything.
+func matches(t *testing.T, rec bson.Raw, c mongolog.Cond) bool {
+	v, err := rec.LookupErr(splitPath(c.Field)...)
+	num, isNum := 0.0, false
+	if err == nil {
+		if f, ok := v.AsFloat64OK(); ok && v.Type != bson.TypeBoolean {
+			num, isNum = f, true
+		}
+	}
+	str, isStr := "", false
+	if err == nil {
+		str, isStr = v.StringValueOK()
+	}
+	want, wantErr := strconv.ParseFloat(c.Value, 64)
+	eq := isStr && str == c.Value || isNum && wantErr == nil && num == want
+	switch c.Op {
+	case "=":
+		return eq
+	case "!=":
+		return !eq
+	case "~":
+		return isStr && regexp.MustCompile(c.Value).MatchString(str)
+	case ">":
+		return isNum && num > want
+	case ">=":
+		return isNum && num >= want
+	case "<":
+		return isNum && num < want
+	case "<=":
+		return isNum && num <= want
+	}
+	t.Fatalf("op %s", c.Op)
+	return false
+}
+
+func splitPath(p string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] == '.' {
+			out = append(out, p[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, p[start:])
+}
+
+// query returns exactly the records a scan of every stored entry returns,
+// in time order, for a table of filters: key fields (pushed down to the
+// buckets), time ranges, field conditions, limits, across two day
+// partitions; in bucket and flat mode.
+func TestQueryMatchesAScan(t *testing.T) {
+	day2 := time.Date(2099, 1, 2, 0, 0, 0, 0, time.UTC)
+	for _, mode := range []string{"bucket", "flat"} {
+		t.Run(mode, func(t *testing.T) {
+			e := newDBEnv(t)
+			props := []string{"mode", mode, "partition", "day", "time_key", "ts"}
+			if mode == "bucket" {
+				props = append(props, "bucket_key", "host,svc.name", "bucket_max_records", "25")
+			}
+			in, _, log := monitored(t, e, props...)
+			var recs [][]byte
+			for i := 0; i < 240; i++ {
+				at := day2.Add(-2 * time.Minute).Add(time.Duration(i) * time.Second) // over midnight
+				var cost any = i * 7 % 1000
+				if i%10 == 0 {
+					cost = strconv.Itoa(i) // a number as text
+				}
+				recs = append(recs, record(t, at, kv{"i", i}, kv{"host", fmt.Sprintf("h%d", i%3)},
+					kv{"svc", map[string]any{"name": []string{"pay", "auth"}[i%2]}}, kv{"level", []string{"info", "error", "debug", "warn"}[i%4]},
+					kv{"cost", cost}, kv{"path", []string{"/api/v1/x", "/health", "/api/v2/y"}[i%3]}))
+			}
+			mustDone(t, in.Flush("app.log", join(recs)), log)
+			in.Exit()
+			m := conf.Map{}
+			for k, v := range e.props(props...) {
+				m.Set(k, v)
+			}
+			cfg, err := conf.Parse(m, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := &mongolog.Reader{DB: e.db, Cfg: cfg}
+			colls, err := r.Collections(context.Background(), time.Time{}, time.Time{})
+			if err != nil || !slices.Equal(colls, []string{"logs_20990101", "logs_20990102"}) {
+				t.Fatalf("collections %v, %v", colls, err)
+			}
+			var all []bson.Raw // every stored record
+			for _, c := range colls {
+				for _, d := range e.all(c) {
+					if mode == "flat" {
+						all = append(all, d)
+						continue
+					}
+					for _, v := range mustValues(t, d.Lookup("logs")) {
+						all = append(all, v.Document())
+					}
+				}
+			}
+			if len(all) != 240 {
+				t.Fatalf("%d records stored, want 240", len(all))
+			}
+			slices.SortFunc(all, func(a, b bson.Raw) int { return a.Lookup("ts").Time().Compare(b.Lookup("ts").Time()) })
+			cases := []struct {
+				conds    []string
+				from, to time.Time
+				limit    int
+			}{
+				{conds: nil},
+				{conds: []string{"host=h1"}},
+				{conds: []string{"host=h1", "svc.name=pay"}},
+				{conds: []string{"host~^h[02]$"}},
+				{conds: []string{"level=error"}},
+				{conds: []string{"level!=info", "cost>500"}},
+				{conds: []string{"cost>=990"}},
+				{conds: []string{"cost<=7"}},
+				{conds: []string{"cost=30"}}, // the text "30"
+				{conds: []string{"cost<100", "cost>20"}},
+				{conds: []string{"path~^/api"}},
+				{conds: []string{"host=h2"}, from: day2.Add(-30 * time.Second), to: day2.Add(30 * time.Second)},
+				{from: day2},
+				{to: day2},
+				{conds: []string{"level=warn"}, from: day2.Add(-time.Minute), limit: 5},
+				{limit: 7},
+				{conds: []string{"host=nope"}},
+			}
+			for _, c := range cases {
+				q := mongolog.Query{From: c.from, To: c.to, Limit: c.limit}
+				for _, s := range c.conds {
+					cond, err := mongolog.ParseCond(s)
+					if err != nil {
+						t.Fatal(err)
+					}
+					q.Conds = append(q.Conds, cond)
+				}
+				var want []int64
+				for _, rec := range all {
+					ts := rec.Lookup("ts").Time()
+					ok := (c.from.IsZero() || !ts.Before(c.from)) && (c.to.IsZero() || ts.Before(c.to))
+					for _, cond := range q.Conds {
+						ok = ok && matches(t, rec, cond)
+					}
+					if ok && (c.limit == 0 || len(want) < c.limit) {
+						want = append(want, rec.Lookup("i").AsInt64())
+					}
+				}
+				var got []int64
+				if err := r.Query(context.Background(), q, func(rec bson.Raw) error {
+					got = append(got, rec.Lookup("i").AsInt64())
+					return nil
+				}); err != nil {
+					t.Fatalf("%v: %v", c, err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%v from %v to %v limit %d:\n got %v\nwant %v", c.conds, c.from, c.to, c.limit, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Follow prints the records stored, then each new one once as it lands.
+func TestQueryFollow(t *testing.T) {
+	e := newDBEnv(t)
+	in, _, log := monitored(t, e, "bucket_key", "host")
+	now := time.Now().UTC()
+	batch := func(from, n int) []byte {
+		var recs [][]byte
+		for i := from; i < from+n; i++ {
+			recs = append(recs, record(t, now.Add(time.Duration(i)*time.Millisecond), kv{"i", i}, kv{"host", "a"}))
+		}
+		return join(recs)
+	}
+	mustDone(t, in.Flush("app.log", batch(0, 10)), log)
+	m := conf.Map{}
+	for k, v := range e.props("bucket_key", "host") {
+		m.Set(k, v)
+	}
+	cfg, err := conf.Parse(m, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &mongolog.Reader{DB: e.db, Cfg: cfg}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan int64, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- r.Follow(ctx, mongolog.Query{From: now.Add(-time.Minute)}, 50*time.Millisecond, func(rec bson.Raw) error {
+			got <- rec.Lookup("i").AsInt64()
+			return nil
+		})
+	}()
+	var seen []int64
+	waitFor(t, "the first 10 records", func() bool {
+		for len(got) > 0 {
+			seen = append(seen, <-got)
+		}
+		return len(seen) >= 10
+	})
+	mustDone(t, in.Flush("app.log", batch(10, 5)), log)
+	waitFor(t, "the 5 new records", func() bool {
+		for len(got) > 0 {
+			seen = append(seen, <-got)
+		}
+		return len(seen) >= 15
+	})
+	time.Sleep(200 * time.Millisecond) // a few more polls: nothing is printed twice
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	for len(got) > 0 {
+		seen = append(seen, <-got)
+	}
+	want := make([]int64, 15)
+	for i := range want {
+		want[i] = int64(i)
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("followed %v, want %v", seen, want)
+	}
+	in.Exit()
+}
