@@ -174,7 +174,7 @@ var keyTable = []KeyDoc{
 	{"bucket_window", "1m", "Time window of a bucket: 1s to 24h and dividing 24h evenly (windows align with UTC days), or `0` for no window. Bucket mode only."},
 	{"bucket_max_records", "1000", "Records per bucket document before a new one starts (1-100000). Bucket mode only."},
 	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts (1K-15M; MongoDB's limit is 16M). Bucket mode only."},
-	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum} per bucket. Bucket mode only."},
+	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum,n} per bucket (n: how many were numbers, so sum / n is the exact average). Bucket mode only."},
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
 	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk."},
 	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode (1-64)."},

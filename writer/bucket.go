@@ -755,6 +755,8 @@ func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.
 		} else {
 			dst = bsoncore.AppendInt64Element(dst, "stats."+s.Field+".sum", s.IntSum)
 		}
+		// The numeric values summed: sum / n is the exact average.
+		dst = bsoncore.AppendInt64Element(dst, "stats."+s.Field+".n", int64(s.N))
 	}
 	for _, c := range sum.Counts {
 		dst = bsoncore.AppendInt32Element(dst, "counts."+c.Field+"."+c.Value, int32(c.N))

@@ -97,7 +97,7 @@ func checkBuckets(t *testing.T, docs []bson.Raw, lim limits) []bson.Raw {
 	return entries
 }
 
-// checkStats recomputes stats.<field>.{min,max,sum} from the entries.
+// checkStats recomputes stats.<field>.{min,max,sum,n} from the entries.
 func checkStats(t *testing.T, id string, d bson.Raw, vals []bson.RawValue) {
 	t.Helper()
 	stats, ok := d.Lookup("stats").DocumentOK()
@@ -116,12 +116,12 @@ func checkStats(t *testing.T, id string, d bson.Raw, vals []bson.RawValue) {
 			mn, mx, sum, n = math.Min(mn, f), math.Max(mx, f), sum+f, n+1
 		}
 		s := el.Value().Document()
-		got := [3]float64{}
-		for i, k := range []string{"min", "max", "sum"} {
+		got := [4]float64{}
+		for i, k := range []string{"min", "max", "sum", "n"} {
 			got[i], _ = number(s.Lookup(k))
 		}
-		if n == 0 || got != [3]float64{mn, mx, sum} {
-			t.Errorf("bucket %s: stats.%s = %v, entries give min %v max %v sum %v (n %d)", id, field, got, mn, mx, sum, n)
+		if n == 0 || got != [4]float64{mn, mx, sum, float64(n)} {
+			t.Errorf("bucket %s: stats.%s = %v, entries give min %v max %v sum %v n %d", id, field, got, mn, mx, sum, n)
 		}
 	}
 }
