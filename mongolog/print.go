@@ -3,6 +3,7 @@ package mongolog
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -71,8 +72,14 @@ func cell(v bson.RawValue) string {
 		return strings.NewReplacer("\t", " ", "\n", " ").Replace(v.StringValue())
 	case bson.TypeDateTime:
 		return v.Time().UTC().Format(time.RFC3339Nano)
-	case bson.TypeInt32, bson.TypeInt64, bson.TypeDouble, bson.TypeBoolean:
-		return v.String()
+	case bson.TypeInt32:
+		return strconv.Itoa(int(v.Int32()))
+	case bson.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10)
+	case bson.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
+	case bson.TypeBoolean:
+		return strconv.FormatBool(v.Boolean())
 	}
 	return v.String()
 }

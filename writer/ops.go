@@ -98,6 +98,25 @@ type run struct {
 	entries []bson.RawValue
 }
 
+// OpRun is the entries one op element of a bucket records: pushed by a
+// write of the chunk whose tag is Tag, from position At of logs on.
+type OpRun struct {
+	Tag     uint32
+	At      int
+	Entries []bson.RawValue
+}
+
+// OpRuns splits a stored bucket's logs by its ops array, for tools that
+// check buckets: a bucket whose arrays disagree yields the runs that are
+// whole.
+func OpRuns(d bson.Raw) []OpRun {
+	var out []OpRun
+	for _, r := range runs(d) {
+		out = append(out, OpRun{Tag: r.tag, At: r.at, Entries: r.entries})
+	}
+	return out
+}
+
 // runs splits a bucket's logs by its ops. A bucket whose arrays disagree
 // (more entries claimed than there are) yields the runs that are whole.
 func runs(d bson.Raw) []run {

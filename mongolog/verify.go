@@ -1,0 +1,263 @@
+package mongolog
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// Problem is one thing verify found wrong, in one document.
+type Problem struct {
+	Collection, Doc string
+	What            string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s %s: %s", p.Collection, p.Doc, p.What) }
+
+// VerifyOptions narrow and extend the checks.
+type VerifyOptions struct {
+	From, To time.Time // the buckets (documents) of this range; zero: open
+	Unique   string    // a field no two records may share (e.g. a request id)
+}
+
+// Verified counts what verify read.
+type Verified struct {
+	Collections, Docs, Records int
+}
+
+// where is an entry's place.
+type where struct {
+	doc string
+	i   int
+}
+
+// Verify checks the buckets of the range (or the flat documents) before
+// they go cold: count equals the entries, which lie inside the window and
+// inside minTs/maxTs (which they reach), stats and counts match the
+// entries, the ops account for every entry, no write's entries appear
+// twice (a write applied twice), and with Unique no two records share the
+// field's value. It calls report with each problem.
+func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Problem)) (Verified, error) {
+	var v Verified
+	colls, err := r.Collections(ctx, opt.From, opt.To)
+	if err != nil {
+		return v, err
+	}
+	writes := map[[32]byte]where{} // (chunk tag, entry) -> first place
+	unique := map[string]where{}
+	summarizer := &bucketer.Config{Stats: r.Cfg.Stats, CountBy: r.Cfg.CountBy, ReplaceDot: r.Cfg.KeyReplaceDot, ReplaceDollar: r.Cfg.KeyReplaceDollar}
+	for _, coll := range colls {
+		v.Collections++
+		var filter bson.D
+		if r.Cfg.Mode == conf.ModeFlat {
+			filter = r.entryFilter(Query{From: opt.From, To: opt.To}, "")
+		} else {
+			filter = r.bucketFilter(Query{From: opt.From, To: opt.To})
+		}
+		if filter == nil {
+			filter = bson.D{}
+		}
+		cur, err := r.DB.Collection(coll).Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			return v, fmt.Errorf("reading %s: %w", coll, err)
+		}
+		for cur.Next(ctx) {
+			d := cur.Current
+			id := d.Lookup("_id").String()
+			if s, ok := d.Lookup("_id").StringValueOK(); ok {
+				id = s
+			}
+			v.Docs++
+			bad := func(format string, args ...any) {
+				report(Problem{Collection: coll, Doc: id, What: fmt.Sprintf(format, args...)})
+			}
+			var entries []bson.RawValue
+			if r.Cfg.Mode == conf.ModeFlat {
+				entries = []bson.RawValue{{Type: bson.TypeEmbeddedDocument, Value: d}}
+			} else {
+				entries = r.verifyBucket(d, summarizer, writes, id, bad)
+			}
+			v.Records += len(entries)
+			if opt.Unique == "" {
+				continue
+			}
+			for i, e := range entries {
+				val, err := e.Document().LookupErr(splitDots(opt.Unique)...)
+				if err != nil {
+					continue
+				}
+				key := cell(val)
+				if first, ok := unique[key]; ok {
+					bad("entry %d has %s %s, as entry %d of %s has", i, opt.Unique, key, first.i, first.doc)
+					continue
+				}
+				unique[key] = where{id, i}
+			}
+		}
+		if err := cur.Err(); err != nil {
+			_ = cur.Close(ctx)
+			return v, fmt.Errorf("reading %s: %w", coll, err)
+		}
+		_ = cur.Close(ctx)
+	}
+	return v, nil
+}
+
+// verifyBucket checks one bucket and returns its entries.
+func (r *Reader) verifyBucket(d bson.Raw, summarizer *bucketer.Config, writes map[[32]byte]where, id string,
+	bad func(string, ...any)) []bson.RawValue {
+	logs, ok := d.Lookup("logs").ArrayOK()
+	if !ok {
+		bad("no logs array")
+		return nil
+	}
+	entries, _ := logs.Values()
+	count := d.Lookup("count").AsInt64()
+	if count != int64(len(entries)) {
+		bad("count %d, %d entries", count, len(entries))
+	}
+	start, windowed := d.Lookup("start").TimeOK()
+	end, _ := d.Lookup("end").TimeOK()
+	minTs, _ := d.Lookup("minTs").TimeOK()
+	maxTs, _ := d.Lookup("maxTs").TimeOK()
+	recs := make([]*parser.Record, 0, len(entries))
+	var lo, hi time.Time
+	for i, e := range entries {
+		doc, ok := e.DocumentOK()
+		if !ok {
+			bad("entry %d is not a document", i)
+			continue
+		}
+		ts, ok := doc.Lookup(r.Cfg.TimeKey).TimeOK()
+		if !ok {
+			bad("entry %d has no %s date", i, r.Cfg.TimeKey)
+			continue
+		}
+		if windowed && (ts.Before(start) || !ts.Before(end)) {
+			bad("entry %d at %s lies outside the window [%s, %s)", i, ts.UTC().Format(time.RFC3339Nano), start.UTC().Format(time.RFC3339), end.UTC().Format(time.RFC3339))
+		}
+		if ts.Before(minTs) || ts.After(maxTs) {
+			bad("entry %d at %s lies outside minTs %s .. maxTs %s", i, ts.UTC().Format(time.RFC3339Nano), minTs.UTC().Format(time.RFC3339Nano), maxTs.UTC().Format(time.RFC3339Nano))
+		}
+		if len(recs) == 0 || ts.Before(lo) {
+			lo = ts
+		}
+		if len(recs) == 0 || ts.After(hi) {
+			hi = ts
+		}
+		recs = append(recs, &parser.Record{Index: i, Time: ts, Doc: bsoncore.Document(doc)})
+	}
+	if len(recs) > 0 && (!lo.Equal(minTs) || !hi.Equal(maxTs)) {
+		bad("minTs %s and maxTs %s, the entries span %s .. %s", minTs.UTC().Format(time.RFC3339Nano), maxTs.UTC().Format(time.RFC3339Nano),
+			lo.UTC().Format(time.RFC3339Nano), hi.UTC().Format(time.RFC3339Nano))
+	}
+	r.verifySummary(d, summarizer.Summarize(recs), bad)
+	if ops, ok := d.Lookup("ops").ArrayOK(); ok {
+		vals, _ := ops.Values()
+		runs := writer.OpRuns(d)
+		covered := 0
+		for _, run := range runs {
+			covered += len(run.Entries)
+			for j, e := range run.Entries {
+				k := writeKey(run.Tag, e.Value)
+				if first, ok := writes[k]; ok {
+					bad("entry %d repeats entry %d of %s, from the same chunk (tag %07x): a write applied twice", run.At+j, first.i, first.doc, run.Tag)
+					continue
+				}
+				writes[k] = where{id, run.At + j}
+			}
+		}
+		if covered != len(entries) || len(runs) != len(vals) {
+			bad("ops record %d entries in %d of %d elements, the bucket holds %d", covered, len(runs), len(vals), len(entries))
+		}
+	}
+	return entries
+}
+
+func writeKey(tag uint32, entry []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte{byte(tag >> 24), byte(tag >> 16), byte(tag >> 8), byte(tag)})
+	h.Write(entry)
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// verifySummary compares a bucket's stats and counts with those its
+// entries give.
+func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string, ...any)) {
+	stats, _ := d.Lookup("stats").DocumentOK()
+	for _, s := range sum.Stats {
+		got, err := stats.LookupErr(s.Field)
+		if err != nil {
+			bad("stats.%s missing, the entries hold %d numbers", s.Field, s.N)
+			continue
+		}
+		g := got.Document()
+		num := func(k string) float64 {
+			f, _ := g.Lookup(k).AsFloat64OK()
+			return f
+		}
+		wantSum := s.Sum
+		if !s.Float {
+			wantSum = float64(s.IntSum)
+		}
+		if num("min") != s.Min || num("max") != s.Max || math.Abs(num("sum")-wantSum) > 1e-9*math.Max(1, math.Abs(wantSum)) ||
+			g.Lookup("n").Type != 0 && num("n") != float64(s.N) {
+			bad("stats.%s is min %v max %v sum %v n %v, the entries give min %v max %v sum %v n %d", s.Field,
+				num("min"), num("max"), num("sum"), num("n"), s.Min, s.Max, wantSum, s.N)
+		}
+	}
+	counts, _ := d.Lookup("counts").DocumentOK()
+	want := map[string]int{}
+	for _, c := range sum.Counts {
+		want[c.Field+"."+c.Value] = c.N
+	}
+	fields, _ := counts.Elements()
+	got := map[string]int{}
+	for _, f := range fields {
+		vals, _ := f.Value().Document().Elements()
+		for _, v := range vals {
+			got[f.Key()+"."+v.Key()] = int(v.Value().AsInt64())
+		}
+	}
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if got[k] != want[k] {
+			bad("counts.%s is %d, the entries give %d", k, got[k], want[k])
+		}
+	}
+}
+
+func splitDots(p string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] == '.' {
+			out = append(out, p[start:i])
+			start = i + 1
+		}
+	}
+	return append(out, p[start:])
+}
