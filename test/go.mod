@@ -9,7 +9,10 @@ require (
 	go.uber.org/goleak v1.3.0
 )
 
-require gopkg.in/yaml.v3 v3.0.1 // indirect
+require (
+	github.com/guptarohit/asciigraph v0.10.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)
 
 require (
 	filippo.io/edwards25519 v1.1.0 // indirect

@@ -27,7 +27,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(checkCommand(), queryCommand(), verifyCommand())
+	root.AddCommand(checkCommand(), queryCommand(), verifyCommand(), statsCommand())
 	ctx, stop := signalContext()
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -241,5 +241,67 @@ func verifyCommand() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "only buckets of records at or after this time")
 	cmd.Flags().StringVar(&to, "to", "", "only buckets of records before this time")
 	cmd.Flags().StringVar(&unique, "unique", "", "a field no two records may share (e.g. a request id)")
+	return cmd
+}
+
+func statsCommand() *cobra.Command {
+	var since, from, to, step string
+	var noChart bool
+	cmd := &cobra.Command{
+		Use:   "stats [bucket_key field=value ...]",
+		Short: "Activity per window from bucket fields alone: records, counts per value, min/avg/max of stats, and a chart",
+		Long: "stats sums count, counts and stats of the buckets per window (or per --step), without unpacking\n" +
+			"entries, and draws records per window. Conditions name bucket_key fields only.",
+	}
+	tgt := addTarget(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var q mongolog.Query
+		for _, a := range args {
+			c, err := mongolog.ParseCond(a)
+			if err != nil {
+				return err
+			}
+			q.Conds = append(q.Conds, c)
+		}
+		var err error
+		if since != "" {
+			d, err := mongolog.ParseAge(since)
+			if err != nil {
+				return fmt.Errorf("--since: %v", err)
+			}
+			q.From = time.Now().Add(-d)
+		}
+		if from != "" {
+			if q.From, err = mongolog.ParseTime(from); err != nil {
+				return fmt.Errorf("--from: %v", err)
+			}
+		}
+		if to != "" {
+			if q.To, err = mongolog.ParseTime(to); err != nil {
+				return fmt.Errorf("--to: %v", err)
+			}
+		}
+		var d time.Duration
+		if step != "" {
+			if d, err = mongolog.ParseAge(step); err != nil {
+				return fmt.Errorf("--step: %v", err)
+			}
+		}
+		cfg, db, closeFn, err := tgt.open(cmd)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		windows, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Stats(cmd.Context(), q, d)
+		if err != nil {
+			return err
+		}
+		return mongolog.PrintStats(cmd.OutOrStdout(), windows, !noChart)
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only the last duration (15m, 2h, 7d)")
+	cmd.Flags().StringVar(&from, "from", "", "from this time")
+	cmd.Flags().StringVar(&to, "to", "", "up to this time")
+	cmd.Flags().StringVar(&step, "step", "", "sum per this step (default: the bucket window)")
+	cmd.Flags().BoolVar(&noChart, "no-chart", false, "the table only")
 	return cmd
 }

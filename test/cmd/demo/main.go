@@ -17,6 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
 )
@@ -160,5 +162,16 @@ func report(db *mongo.Database) error {
 	}
 	fmt.Printf("\n%d records parked in %s.logs_dead\n", dead, database)
 	fmt.Printf("%s.logs: %d buckets holding %d entries\n", database, len(buckets), entries)
-	return nil
+
+	// What mongolog stats shows of them: bucket fields alone.
+	cfg, err := conf.Parse(conf.Map{"uri": "mongodb://unused", "database": database, "collection": "logs", "stats": "cost", "count_by": "level"}, nil, nil)
+	if err != nil {
+		return err
+	}
+	windows, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Stats(ctx, mongolog.Query{}, 0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n./build/mongolog stats --database %s --collection logs:\n", database)
+	return mongolog.PrintStats(os.Stdout, windows, true)
 }
