@@ -27,7 +27,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(checkCommand(), queryCommand(), verifyCommand(), statsCommand())
+	root.AddCommand(checkCommand(), queryCommand(), verifyCommand(), statsCommand(), pruneCommand())
 	ctx, stop := signalContext()
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -303,5 +303,53 @@ func statsCommand() *cobra.Command {
 	cmd.Flags().StringVar(&to, "to", "", "up to this time")
 	cmd.Flags().StringVar(&step, "step", "", "sum per this step (default: the bucket window)")
 	cmd.Flags().BoolVar(&noChart, "no-chart", false, "the table only")
+	return cmd
+}
+
+func pruneCommand() *cobra.Command {
+	var olderThan string
+	var rate int
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "prune --older-than AGE [bucket_key field=value ...]",
+		Short: "Delete the buckets of a key whose records are all older than an age, in paced batches; --dry-run shows what would go",
+		Long: "prune is per-key retention for data already written: it deletes, across partitions and oldest first,\n" +
+			"the buckets (flat: the documents) that match the conditions and whose newest record is older than\n" +
+			"--older-than, at most --rate documents per second. --dry-run prints each one that would go.",
+	}
+	tgt := addTarget(cmd)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if olderThan == "" {
+			return fmt.Errorf("--older-than is required: prune deletes nothing without an age")
+		}
+		age, err := mongolog.ParseAge(olderThan)
+		if err != nil {
+			return fmt.Errorf("--older-than: %v", err)
+		}
+		opt := mongolog.PruneOptions{Before: time.Now().Add(-age), Rate: rate, DryRun: dryRun}
+		for _, a := range args {
+			c, err := mongolog.ParseCond(a)
+			if err != nil {
+				return err
+			}
+			opt.Conds = append(opt.Conds, c)
+		}
+		cfg, db, closeFn, err := tgt.open(cmd)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		out := cmd.OutOrStdout()
+		p, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Prune(cmd.Context(), opt, func(s string) { fmt.Fprintln(out, s) })
+		verb := "deleted"
+		if dryRun {
+			verb = "would delete"
+		}
+		fmt.Fprintf(out, "%s %d documents holding %d records\n", verb, p.Docs, p.Records)
+		return err
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete what is wholly older than this age (30d, 12h)")
+	cmd.Flags().IntVar(&rate, "rate", 5000, "documents deleted per second at most")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	return cmd
 }

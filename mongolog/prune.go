@@ -1,0 +1,123 @@
+package mongolog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+)
+
+// PruneOptions say what prune deletes and how fast.
+type PruneOptions struct {
+	Conds  []Cond    // bucket_key fields (bucket mode) or top-level fields (flat)
+	Before time.Time // documents wholly older than this go
+	Rate   int       // documents per second
+	DryRun bool      // count and show, delete nothing
+}
+
+// Pruned is what prune deleted (or, dry, would delete).
+type Pruned struct {
+	Docs, Records int64
+}
+
+// Prune deletes the buckets (flat documents) of the key conditions whose
+// records all lie before opt.Before, across partitions, oldest first in
+// batches paced to opt.Rate documents per second. Per-key retention for
+// data already written; progress and, dry, each document that would go,
+// are reported through show.
+func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string)) (Pruned, error) {
+	var p Pruned
+	if opt.Before.IsZero() {
+		return p, fmt.Errorf("prune needs an age: nothing is deleted without one")
+	}
+	rate := max(opt.Rate, 1)
+	filter := bson.D{}
+	timeField := "maxTs"
+	if r.Cfg.Mode == conf.ModeFlat {
+		timeField = r.Cfg.TimeKey
+		for _, c := range opt.Conds {
+			filter = append(filter, c.filter(c.Field))
+		}
+	} else {
+		for _, c := range opt.Conds {
+			path, ok := r.keyField(c.Field)
+			if !ok {
+				return p, fmt.Errorf("condition %s: prune deletes whole buckets, so it takes bucket_key fields only", c)
+			}
+			filter = append(filter, c.filter(path))
+		}
+	}
+	filter = mergeSame(append(filter, bson.E{Key: timeField, Value: bson.D{{Key: "$lt", Value: opt.Before}}}))
+	colls, err := r.Collections(ctx, time.Time{}, opt.Before)
+	if err != nil {
+		return p, err
+	}
+	start := time.Now()
+	batch := int64(min(rate, 1000))
+	for _, coll := range colls {
+		c := r.DB.Collection(coll)
+		var skip int64 // dry: what was shown already
+		for {
+			fo := options.Find().SetSort(bson.D{{Key: timeField, Value: 1}}).SetLimit(batch).
+				SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "count", Value: 1}, {Key: timeField, Value: 1}, {Key: "key", Value: 1}})
+			if opt.DryRun {
+				fo.SetSkip(skip)
+			}
+			cur, err := c.Find(ctx, filter, fo)
+			if err != nil {
+				return p, fmt.Errorf("reading %s: %w", coll, err)
+			}
+			var ids bson.A
+			var records int64
+			for cur.Next(ctx) {
+				d := cur.Current
+				ids = append(ids, d.Lookup("_id"))
+				n := int64(1)
+				if r.Cfg.Mode != conf.ModeFlat {
+					n = d.Lookup("count").AsInt64()
+				}
+				records += n
+				if opt.DryRun {
+					key := ""
+					if k, ok := d.Lookup("key").DocumentOK(); ok {
+						key = " key " + k.String()
+					}
+					show(fmt.Sprintf("would delete %s %s%s, %d records, newest %s", coll, cell(d.Lookup("_id")), key, n,
+						cell(d.Lookup(timeField))))
+				}
+			}
+			if err := cur.Err(); err != nil {
+				_ = cur.Close(ctx)
+				return p, err
+			}
+			_ = cur.Close(ctx)
+			if len(ids) == 0 {
+				break
+			}
+			if opt.DryRun {
+				skip += int64(len(ids))
+				p.Docs += int64(len(ids))
+				p.Records += records
+				continue
+			}
+			res, err := c.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+			if err != nil {
+				return p, fmt.Errorf("deleting from %s: %w", coll, err)
+			}
+			p.Docs += res.DeletedCount
+			p.Records += records
+			show(fmt.Sprintf("deleted %d documents (%d records) so far", p.Docs, p.Records))
+			due := start.Add(time.Duration(float64(p.Docs) / float64(rate) * float64(time.Second)))
+			select {
+			case <-ctx.Done():
+				return p, ctx.Err()
+			case <-time.After(time.Until(due)):
+			}
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,71 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+)
+
+// prune deletes the buckets of one key whose records are all older than
+// the age, across partitions, and nothing else; a dry run shows them and
+// deletes nothing.
+func TestPrune(t *testing.T) {
+	e := newDBEnv(t)
+	props := []string{"bucket_key", "device", "partition", "month"}
+	in, _, log := monitored(t, e, props...)
+	now := time.Now().UTC()
+	var recs [][]byte
+	for i, at := range []time.Time{now.AddDate(0, -2, 0), now.AddDate(0, 0, -10), now.Add(-time.Hour), now} {
+		for _, dev := range []string{"abc123", "other"} {
+			for j := 0; j < 5; j++ {
+				recs = append(recs, record(t, at.Add(time.Duration(j)*time.Second), kv{"device", dev}, kv{"t", 20 + i}, kv{"j", fmt.Sprint(i, j)}))
+			}
+		}
+	}
+	mustDone(t, in.Flush("app.log", join(recs)), log)
+	in.Exit()
+	r := reader(t, e, props...)
+	count := func(dev string) int {
+		n := 0
+		colls, _ := r.Collections(context.Background(), time.Time{}, time.Time{})
+		for _, c := range colls {
+			for _, d := range e.all(c) {
+				if d.Lookup("key", "device").StringValue() == dev {
+					n += int(d.Lookup("count").AsInt64())
+				}
+			}
+		}
+		return n
+	}
+	opt := mongolog.PruneOptions{Conds: []mongolog.Cond{{Field: "device", Op: "=", Value: "abc123"}}, Before: now.AddDate(0, 0, -7), Rate: 1000, DryRun: true}
+	var shown []string
+	p, err := r.Prune(context.Background(), opt, func(s string) { shown = append(shown, s) })
+	if err != nil || p.Records != 10 || len(shown) != int(p.Docs) || !strings.Contains(strings.Join(shown, "\n"), "abc123") {
+		t.Fatalf("dry run: %+v, %v, shown %q", p, err, shown)
+	}
+	if count("abc123") != 20 || count("other") != 20 {
+		t.Fatalf("the dry run deleted: %d and %d records left", count("abc123"), count("other"))
+	}
+	opt.DryRun = false
+	if p, err := r.Prune(context.Background(), opt, func(string) {}); err != nil || p.Records != 10 {
+		t.Fatalf("prune: %+v, %v", p, err)
+	}
+	if a, o := count("abc123"), count("other"); a != 10 || o != 20 {
+		t.Errorf("after prune: abc123 %d records (want the 10 of the last week), other %d (want 20)", a, o)
+	}
+	colls, _ := r.Collections(context.Background(), time.Time{}, time.Time{})
+	for _, c := range colls {
+		for _, d := range e.all(c) {
+			if d.Lookup("key", "device").StringValue() == "abc123" && d.Lookup("maxTs").Time().Before(opt.Before) {
+				t.Errorf("an old abc123 bucket is left in %s: %v", c, d.Lookup("_id"))
+			}
+		}
+	}
+	if _, err := r.Prune(context.Background(), mongolog.PruneOptions{Conds: []mongolog.Cond{{Field: "t", Op: "=", Value: "20"}}, Before: now}, func(string) {}); err == nil {
+		t.Errorf("prune by a field that is not a bucket_key field: no error")
+	}
+}
