@@ -24,6 +24,16 @@ type Target struct {
 
 // Config resolves t into the plugin's configuration.
 func (t Target) Config(env func(string) string) (*conf.Config, error) {
+	m, err := t.Map(env)
+	if err != nil {
+		return nil, err
+	}
+	return conf.Parse(m, env, nil)
+}
+
+// Map is the plugin keys t sets, as Fluent Bit would hand them to the
+// plugin.
+func (t Target) Map(env func(string) string) (conf.Map, error) {
 	m := conf.Map{}
 	if t.File != "" {
 		secs, err := fbconf.Load(t.File, env)
@@ -56,7 +66,7 @@ func (t Target) Config(env func(string) string) (*conf.Config, error) {
 	if m.Get("uri") == "" && m.Get("uri_file") == "" && m.Get("uri_env") == "" {
 		m.Set("uri", "mongodb://127.0.0.1:27017")
 	}
-	return conf.Parse(m, env, nil)
+	return m, nil
 }
 
 // Connect opens cfg's database and checks that the server answers.

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,11 +13,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/instance"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
 )
 
@@ -27,7 +30,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(checkCommand(), queryCommand(), verifyCommand(), statsCommand(), pruneCommand())
+	root.AddCommand(checkCommand(), queryCommand(), verifyCommand(), statsCommand(), pruneCommand(), importCommand())
 	ctx, stop := signalContext()
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -72,11 +75,14 @@ type target struct {
 	keys         map[string]*string
 }
 
-func addTarget(cmd *cobra.Command) *target {
+func addTarget(cmd *cobra.Command, keys ...string) *target {
+	if len(keys) == 0 {
+		keys = targetKeys
+	}
 	t := &target{keys: map[string]*string{}}
 	cmd.Flags().StringVarP(&t.file, "config", "c", "", "Fluent Bit configuration whose mongodb output says where to read")
 	cmd.Flags().StringVar(&t.output, "output", "", "with -c: the mongodb output of this instance_name or Alias (default: the first)")
-	for _, k := range targetKeys {
+	for _, k := range keys {
 		def := ""
 		for _, d := range conf.Keys() {
 			if d.Key == k {
@@ -88,15 +94,20 @@ func addTarget(cmd *cobra.Command) *target {
 	return t
 }
 
-// open connects to what t names.
-func (t *target) open(cmd *cobra.Command) (*conf.Config, *mongo.Database, func(), error) {
+// resolved is the target with the flags given.
+func (t *target) resolved(cmd *cobra.Command) mongolog.Target {
 	keys := map[string]string{}
 	for k, v := range t.keys {
 		if cmd.Flags().Changed(k) {
 			keys[k] = *v
 		}
 	}
-	cfg, err := mongolog.Target{File: t.file, Output: t.output, Keys: keys}.Config(os.Getenv)
+	return mongolog.Target{File: t.file, Output: t.output, Keys: keys}
+}
+
+// open connects to what t names.
+func (t *target) open(cmd *cobra.Command) (*conf.Config, *mongo.Database, func(), error) {
+	cfg, err := t.resolved(cmd).Config(os.Getenv)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -352,4 +363,79 @@ func pruneCommand() *cobra.Command {
 	cmd.Flags().IntVar(&rate, "rate", 5000, "documents deleted per second at most")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	return cmd
+}
+
+func importCommand() *cobra.Command {
+	var tag string
+	var lines int
+	cmd := &cobra.Command{
+		Use:   "import [flags] FILE|GLOB|- ...",
+		Short: "Store log files (globs, .gz, - for stdin) through the plugin's own pipeline, exactly once when run again",
+		Long: "import sends each line of the files, as the record {log: line}, through the plugin's pipeline with the\n" +
+			"keys of a Fluent Bit output (-c) or of the flags (every plugin key is one, e.g. --parser apache_combined\n" +
+			"--time_from_log on). A record's time is its file's modification time, or with a parser and time_from_log\n" +
+			"the time in the line. The chunks are the same on every run over unchanged files: a run interrupted\n" +
+			"(Ctrl-C stops between chunks) and started again stores every line exactly once.",
+		Args: cobra.MinimumNArgs(1),
+	}
+	var all []string
+	for _, k := range conf.Keys() {
+		all = append(all, k.Key)
+	}
+	tgt := addTarget(cmd, all...)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		m, err := tgt.resolved(cmd).Map(os.Getenv)
+		if err != nil {
+			return err
+		}
+		if m.Get("plugin_log_level") == "" {
+			m.Set("plugin_log_level", "warn")
+		}
+		in, err := instance.New(m, "import", os.Stderr)
+		if err != nil {
+			return err
+		}
+		stderr := cmd.ErrOrStderr()
+		var bar *progressbar.ProgressBar
+		last := time.Now()
+		start := time.Now()
+		progress := func(read, total, records int64) {
+			if bar == nil && isTerminal(os.Stderr) && total > 0 {
+				bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(stderr), progressbar.OptionShowBytes(true),
+					progressbar.OptionSetDescription("importing"), progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
+					progressbar.OptionThrottle(100*time.Millisecond))
+			}
+			if bar != nil {
+				_ = bar.Set64(read)
+				bar.Describe(fmt.Sprintf("%d records, %.0f/s", records, float64(records)/time.Since(start).Seconds()))
+				return
+			}
+			if time.Since(last) >= 5*time.Second {
+				fmt.Fprintf(stderr, "imported %d records (%d of %d bytes), %.0f records/s\n", records, read, total,
+					float64(records)/time.Since(start).Seconds())
+				last = time.Now()
+			}
+		}
+		res, err := mongolog.Import(cmd.Context(), in, mongolog.ImportOptions{Paths: args, Tag: tag, ChunkLines: lines, Progress: progress})
+		in.Exit()
+		if bar != nil {
+			_ = bar.Finish()
+			fmt.Fprintln(stderr)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "imported %d records from %d files in %d chunks (%d retries) in %v\n", res.Records, res.Files,
+			res.Chunks, res.Retries, time.Since(start).Round(time.Millisecond))
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("interrupted: run the same import again to go on; nothing is stored twice")
+		}
+		return err
+	}
+	cmd.Flags().StringVar(&tag, "tag", "import", "the records' tag")
+	cmd.Flags().IntVar(&lines, "chunk-lines", 1000, "lines per chunk")
+	return cmd
+}
+
+// isTerminal reports whether f is a terminal.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
