@@ -24,6 +24,8 @@ type Config struct {
 	Window   time.Duration // window length, aligned to the UTC epoch; 0: none
 	Stats    []string      // fields whose numbers get min, max and sum
 	CountBy  []string      // fields whose values are counted
+	// KeepValues are fields whose distinct values a bucket keeps.
+	KeepValues []string
 	// ReplaceDot and ReplaceDollar make key paths and counted values into
 	// field names, the same way record field names are made safe.
 	ReplaceDot    string
@@ -151,6 +153,16 @@ type Summary struct {
 	MinTs, MaxTs time.Time
 	Stats        []Stat
 	Counts       []Count
+	Values       []Values
+}
+
+// Values are the distinct values of a KeepValues field over some records,
+// in order of first appearance.
+type Values struct {
+	Field string // safe field name
+	Vals  []bsoncore.Value
+	// Truncated: the writer left out values, its bucket holding enough.
+	Truncated bool
 }
 
 // EntryBytes is the most a record takes as an element of the logs array:
@@ -185,6 +197,24 @@ func (c *Config) Summarize(recs []*parser.Record) Summary {
 				order = append(order, k)
 			}
 			counts[k]++
+		}
+	}
+	for _, f := range c.KeepValues {
+		vs := Values{Field: c.FieldName(f)}
+		seen := map[string]bool{}
+		for _, rec := range recs {
+			v, ok := lookup(rec.Doc, f)
+			if !ok || v.Type == bsoncore.TypeEmbeddedDocument || v.Type == bsoncore.TypeArray {
+				continue
+			}
+			k := string(v.Type) + string(v.Data)
+			if !seen[k] {
+				seen[k] = true
+				vs.Vals = append(vs.Vals, v)
+			}
+		}
+		if len(vs.Vals) > 0 {
+			s.Values = append(s.Values, vs)
 		}
 	}
 	for _, st := range stats {

@@ -91,6 +91,8 @@ type Config struct {
 	BucketMaxBytes   int64
 	Stats            []string // field paths aggregated as {min,max,sum}
 	CountBy          []string // field paths whose values are counted
+	KeepValues       []string // field paths whose distinct values each bucket keeps
+	Indexes          []Index  // the user's indexes, beside the plugin's own
 
 	Idempotent  bool
 	MaxInflight int
@@ -145,6 +147,16 @@ type ShardField struct {
 	Hashed bool
 }
 
+// Index is one index a user asks for: its fields in order, each ascending
+// (1) or descending (-1).
+type Index []IndexField
+
+// IndexField is one field of an Index.
+type IndexField struct {
+	Path  string
+	Order int
+}
+
 // TTLRule gives records whose Field holds Value a retention of TTL instead
 // of ttl. Field is a bucket_key path in bucket mode, a top-level field in
 // flat mode.
@@ -176,6 +188,8 @@ var keyTable = []KeyDoc{
 	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts (1K-15M; MongoDB's limit is 16M). Bucket mode only."},
 	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum,n} per bucket (n: how many were numbers, so sum / n is the exact average). Bucket mode only."},
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
+	{"keep_values", "", "Comma-separated field paths whose distinct values each bucket keeps under `values.<field>` (at most 100 per bucket, then `valuesTruncated.<field>: true`), so that an index on `values.<field>` finds the buckets of, say, a trace id. Bucket mode only."},
+	{"indexes", "", "The user's indexes, created with the plugin's own before the first write to each collection: comma-separated, each a field or `+`-joined fields, each optionally `:-1` (descending), e.g. `values.traceId, start:-1, key.module+logs.level`."},
 	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk."},
 	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode (1-64)."},
 	{"write_batch", "100", "Bucket writes sent in one unordered update command (1-1000); `1` sends one write per command. Use 20 or less on FerretDB, which deadlocks on larger update batches."},
@@ -213,6 +227,22 @@ var keyTable = []KeyDoc{
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
 	{"metrics_listen", "", "`host:port` to serve Prometheus metrics on at `/metrics` (e.g. `127.0.0.1:2021`); outputs naming the same address share it, told apart by the `output` label. Empty: no metrics."},
+}
+
+// indexesString is indexes as a user writes it.
+func (c *Config) indexesString() string {
+	parts := make([]string, len(c.Indexes))
+	for i, ix := range c.Indexes {
+		fields := make([]string, len(ix))
+		for j, f := range ix {
+			fields[j] = f.Path
+			if f.Order < 0 {
+				fields[j] += ":-1"
+			}
+		}
+		parts[i] = strings.Join(fields, "+")
+	}
+	return strings.Join(parts, ",")
 }
 
 // ttlRulesString is ttl_rules as a user writes it.
@@ -310,6 +340,8 @@ func (c *Config) settings() [][2]string {
 		{"bucket_max_bytes", formatSize(c.BucketMaxBytes)},
 		{"stats", strings.Join(c.Stats, ",")},
 		{"count_by", strings.Join(c.CountBy, ",")},
+		{"keep_values", strings.Join(c.KeepValues, ",")},
+		{"indexes", c.indexesString()},
 		{"idempotent", formatBool(c.Idempotent)},
 		{"max_inflight", strconv.Itoa(c.MaxInflight)},
 		{"write_batch", strconv.Itoa(c.WriteBatch)},

@@ -81,6 +81,8 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	})
 	c.Stats = r.fieldPaths("stats")
 	c.CountBy = r.fieldPaths("count_by")
+	c.KeepValues = r.fieldPaths("keep_values")
+	c.Indexes = r.indexes("indexes")
 
 	c.Idempotent = r.boolean("idempotent")
 	c.MaxInflight = r.integer("max_inflight", 1, 64)
@@ -280,6 +282,42 @@ func (r *reader) size(key string, valid func(int64) string) int64 {
 		return 0
 	}
 	return n
+}
+
+// indexes reads a list of index specifications: fields joined by +, each
+// optionally :1 or :-1.
+func (r *reader) indexes(key string) []Index {
+	v, _ := r.raw(key)
+	if v == "" {
+		return nil
+	}
+	list, why := parseList(v)
+	var out []Index
+	for _, item := range list {
+		if why != "" {
+			break
+		}
+		var ix Index
+		for _, part := range strings.Split(item, "+") {
+			path, order, hasOrder := strings.Cut(strings.TrimSpace(part), ":")
+			f := IndexField{Path: path, Order: 1}
+			switch {
+			case hasOrder && order == "-1":
+				f.Order = -1
+			case hasOrder && order != "1":
+				why = strconv.Quote(part) + ": the order is 1 or -1"
+			}
+			if w := checkFieldPath(path); why == "" && w != "" {
+				why = strconv.Quote(path) + " " + w
+			}
+			ix = append(ix, f)
+		}
+		out = append(out, ix)
+	}
+	if !r.check(key, v, why) {
+		return nil
+	}
+	return out
 }
 
 func (r *reader) fieldPaths(key string) []string {
@@ -639,7 +677,7 @@ func (r *reader) combinations(c *Config) {
 	}
 
 	if ok("mode") && c.Mode == ModeFlat {
-		for _, k := range []string{"bucket_key", "bucket_window", "bucket_max_records", "bucket_max_bytes", "stats", "count_by"} {
+		for _, k := range []string{"bucket_key", "bucket_window", "bucket_max_records", "bucket_max_bytes", "stats", "count_by", "keep_values"} {
 			if v, set := r.set[k]; set && ok(k) {
 				r.invalid(k, v, "mode flat has no buckets; remove "+k+" or set mode bucket")
 			}

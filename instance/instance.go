@@ -228,6 +228,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 			Window:        cfg.BucketWindow,
 			Stats:         cfg.Stats,
 			CountBy:       cfg.CountBy,
+			KeepValues:    cfg.KeepValues,
 			ReplaceDot:    cfg.KeyReplaceDot,
 			ReplaceDollar: cfg.KeyReplaceDollar,
 		},
@@ -291,6 +292,13 @@ func spec(cfg *conf.Config, coll string) layout.Spec {
 		return s
 	}
 	s.CappedSize, s.CappedMax, s.ShardKey = cfg.CappedSize, cfg.CappedMax, shardKey(cfg)
+	for _, ix := range cfg.Indexes {
+		var keys bson.D
+		for _, f := range ix {
+			keys = append(keys, bson.E{Key: f.Path, Value: f.Order})
+		}
+		s.Extra = append(s.Extra, keys)
+	}
 	e := expiry(cfg)
 	if cfg.Mode == conf.ModeFlat {
 		s.ExpireAt = e.StoredFlat(cfg.TimeKey)

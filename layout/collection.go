@@ -23,6 +23,9 @@ type Logger interface {
 // Spec is how the plugin creates and keeps one collection.
 type Spec struct {
 	Keys bson.D // the lookup index, e.g. {key: 1, start: 1}; nil: none
+	// Extra are the user's indexes (indexes), created beside the
+	// plugin's own; one the server refuses gets a warning.
+	Extra []bson.D
 	// TTLField, when set, gets a TTL index deleting documents TTL after
 	// the date the field holds. An existing index on the field with
 	// another TTL (or none) is changed in place with collMod.
@@ -141,6 +144,16 @@ func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
 	if s.Keys != nil {
 		if _, err := k.db.Collection(coll).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: s.Keys}); err != nil {
 			return fmt.Errorf("creating index %s on %s: %w", FormatKeys(s.Keys), coll, err)
+		}
+	}
+	for _, keys := range s.Extra {
+		_, err := k.db.Collection(coll).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: keys})
+		var refused mongo.ServerError
+		switch {
+		case errors.As(err, &refused):
+			k.warnOnce("index\x00"+coll+"\x00"+FormatKeys(keys), "the server refused index %s on %s (indexes): %v", FormatKeys(keys), coll, err)
+		case err != nil:
+			return fmt.Errorf("creating index %s on %s: %w", FormatKeys(keys), coll, err)
 		}
 	}
 	if s.TTLField != "" && s.TTL > 0 {

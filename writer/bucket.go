@@ -76,10 +76,58 @@ type groupState struct {
 	count int           // its entries
 	bytes int           // its bytes counter
 	known bool          // seq, count and bytes come from a read or a write
+	// values are the keep_values values the bucket holds, by field: read
+	// with the bucket's state, so exact whenever the state is.
+	values map[string]map[string]bool
 }
 
 // next moves on to the next bucket of the group, presumed empty.
-func (st *groupState) next() { st.seq, st.count, st.bytes = st.seq+1, 0, 0 }
+func (st *groupState) next() { st.seq, st.count, st.bytes, st.values = st.seq+1, 0, 0, nil }
+
+// MaxValues is the most distinct values of a keep_values field a bucket
+// keeps; beyond, valuesTruncated.<field> is set.
+const MaxValues = 100
+
+// valueKey identifies a value among a field's values.
+func valueKey(v bsoncore.Value) string { return string(v.Type) + string(v.Data) }
+
+// capValues keeps, of the values of a write, those the bucket does not
+// hold yet, up to MaxValues in all; it marks a field whose values did not
+// all fit. It returns the bytes they add.
+func (st *groupState) capValues(sum *bucketer.Summary) (bytes int) {
+	for i := range sum.Values {
+		vs := &sum.Values[i]
+		held := st.values[vs.Field]
+		var keep []bsoncore.Value
+		for _, v := range vs.Vals {
+			switch {
+			case held[valueKey(v)]:
+			case len(held)+len(keep) >= MaxValues:
+				vs.Truncated = true
+			default:
+				keep = append(keep, v)
+				bytes += len(v.Data) + 8
+			}
+		}
+		vs.Vals = keep
+	}
+	return bytes
+}
+
+// addValues records the values a write applied added.
+func (st *groupState) addValues(vals []bucketer.Values) {
+	for _, vs := range vals {
+		if st.values == nil {
+			st.values = map[string]map[string]bool{}
+		}
+		if st.values[vs.Field] == nil {
+			st.values[vs.Field] = map[string]bool{}
+		}
+		for _, v := range vs.Vals {
+			st.values[vs.Field][valueKey(v)] = true
+		}
+	}
+}
 
 // Parked is a record that cannot be stored, with the reason. Index is the
 // record's index in its chunk.
@@ -433,14 +481,15 @@ type groupWrite struct {
 	attempt, netErrs, unexplained int
 	err                           error // the last error of the write
 	stmt                          Upsert
-	buf                           *[]byte // holds stmt.Update
-	size                          int     // the bytes the write adds
+	buf                           *[]byte           // holds stmt.Update
+	size                          int               // the bytes the write adds
+	vals                          []bucketer.Values // the keep_values values it adds
 	out                           Outcome
 }
 
 func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
 	w := &groupWrite{b: b, g: j.Group, st: st, recs: j.Recs, tag: ChunkTag(chunkID),
-		header: b.header(j.Group), extra: len(b.grouper.CountBy) * 160, limit: j.Limit}
+		header: b.header(j.Group), extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160, limit: j.Limit}
 	if j.Limit > 0 {
 		w.suspect = len(j.Recs)
 	}
@@ -502,7 +551,8 @@ func (w *groupWrite) plan() bool {
 		}
 		batch := w.recs[:w.p.n]
 		sum := b.grouper.Summarize(batch)
-		w.size = sum.Bytes + w.p.n*w.extra
+		w.size = sum.Bytes + w.p.n*w.extra + st.capValues(&sum)
+		w.vals = sum.Values
 		if b.cfg.Idempotent {
 			w.size += opsBytes(w.p.n)
 		}
@@ -543,6 +593,7 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 	switch class {
 	case OK:
 		st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+w.size, true
+		st.addValues(w.vals)
 		w.out.Stored += p.n
 		if p.count == 0 {
 			w.out.Created++ // no bucket holds 0 entries: this write inserted it
@@ -612,7 +663,7 @@ func (b *Buckets) resolve(ctx context.Context, g *bucketer.Group, st *groupState
 	if err != nil {
 		return 0, false, fmt.Errorf("reading bucket %s: %w", id, err)
 	}
-	st.seq, st.count, st.bytes, st.known = p.seq, 0, 0, true
+	st.seq, st.count, st.bytes, st.known, st.values = p.seq, 0, 0, true, nil
 	if doc == nil {
 		return 0, p.count != 0, nil
 	}
@@ -620,6 +671,7 @@ func (b *Buckets) resolve(ctx context.Context, g *bucketer.Group, st *groupState
 		st.seq = int(s)
 	}
 	st.count, st.bytes = fill(doc)
+	st.values = heldValues(doc)
 	if st.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, tag) {
 		if _, ok := doc.Lookup("logs").ArrayOK(); !ok {
 			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
@@ -647,9 +699,9 @@ func (b *Buckets) findOne(ctx context.Context, g *bucketer.Group, filter bson.Ra
 
 var (
 	fillProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
-			AppendInt32("bytes", 1).AppendInt32("ops", 1).Build())
+			AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("values", 1).Build())
 	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
-				AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("logs", 1).Build())
+				AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("values", 1).AppendInt32("logs", 1).Build())
 	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("ops", 1).AppendInt32("logs", 1).Build())
 	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", -1).Build())
 )
@@ -665,6 +717,26 @@ func (b *Buckets) groupFilter(g *bucketer.Group) bson.Raw {
 		f.AppendDateTime("start", g.Start.UnixMilli())
 	}
 	return bson.Raw(f.Build())
+}
+
+// heldValues reads the keep_values values of a bucket.
+func heldValues(d bson.Raw) map[string]map[string]bool {
+	vd, ok := d.Lookup("values").DocumentOK()
+	fields, err := vd.Elements()
+	if !ok || err != nil || len(fields) == 0 {
+		return nil
+	}
+	out := map[string]map[string]bool{}
+	for _, f := range fields {
+		arr, _ := f.Value().ArrayOK()
+		vals, _ := arr.Values()
+		m := map[string]bool{}
+		for _, v := range vals {
+			m[valueKey(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})] = true
+		}
+		out[f.Key()] = m
+	}
+	return out
 }
 
 func fill(d bson.Raw) (count, bytes int) {
@@ -745,6 +817,38 @@ func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.
 		dst, _ = bsoncore.AppendDocumentEnd(dst3, ops)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, push)
+
+	var truncated []string
+	adds := false
+	for _, vs := range sum.Values {
+		if vs.Truncated {
+			truncated = append(truncated, vs.Field)
+		}
+		adds = adds || len(vs.Vals) > 0
+	}
+	if adds { // an empty operator is an error
+		add, d := bsoncore.AppendDocumentElementStart(dst, "$addToSet")
+		for _, vs := range sum.Values {
+			if len(vs.Vals) == 0 {
+				continue
+			}
+			field, d2 := bsoncore.AppendDocumentElementStart(d, "values."+vs.Field)
+			arr, d3 := bsoncore.AppendArrayElementStart(d2, "$each")
+			for i, v := range vs.Vals {
+				d3 = bsoncore.AppendValueElement(d3, strconv.Itoa(i), v)
+			}
+			d3, _ = bsoncore.AppendArrayEnd(d3, arr)
+			d, _ = bsoncore.AppendDocumentEnd(d3, field)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(d, add)
+	}
+	if len(truncated) > 0 {
+		set, d := bsoncore.AppendDocumentElementStart(dst, "$set")
+		for _, f := range truncated {
+			d = bsoncore.AppendBooleanElement(d, "valuesTruncated."+f, true)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(d, set)
+	}
 
 	inc, dst := bsoncore.AppendDocumentElementStart(dst, "$inc")
 	dst = bsoncore.AppendInt32Element(dst, "count", int32(p.n))
