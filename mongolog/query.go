@@ -323,3 +323,40 @@ func (r *Reader) Follow(ctx context.Context, q Query, every time.Duration, emit 
 		}
 	}
 }
+
+// UnknownFields returns the fields of q's conditions that none of the
+// first records of q's range holds, with the fields those records hold:
+// a query that finds nothing may have a misspelt field.
+func (r *Reader) UnknownFields(ctx context.Context, q Query) (unknown, seen []string, err error) {
+	fields := map[string]bool{}
+	sample := Query{From: q.From, To: q.To, Limit: 50}
+	var recs []bson.Raw
+	err = r.Query(ctx, sample, func(rec bson.Raw) error {
+		recs = append(recs, append(bson.Raw(nil), rec...))
+		elems, _ := rec.Elements()
+		for _, e := range elems {
+			fields[e.Key()] = true
+		}
+		return nil
+	})
+	if err != nil || len(recs) == 0 {
+		return nil, nil, err
+	}
+	for _, c := range q.Conds {
+		found := false
+		for _, rec := range recs {
+			if _, err := rec.LookupErr(splitDots(c.Field)...); err == nil {
+				found = true
+				break
+			}
+		}
+		if !found && !slices.Contains(unknown, c.Field) {
+			unknown = append(unknown, c.Field)
+		}
+	}
+	for f := range fields {
+		seen = append(seen, f)
+	}
+	slices.Sort(seen)
+	return unknown, seen, nil
+}

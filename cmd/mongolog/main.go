@@ -175,10 +175,21 @@ func queryCommand() *cobra.Command {
 		p := &mongolog.Printer{W: cmd.OutOrStdout(), Format: format, TimeKey: cfg.TimeKey}
 		r := &mongolog.Reader{DB: db, Cfg: cfg}
 		if !follow {
-			if err := r.Query(cmd.Context(), q, p.Print); err != nil {
+			n := 0
+			if err := r.Query(cmd.Context(), q, func(rec bson.Raw) error { n++; return p.Print(rec) }); err != nil {
 				return err
 			}
-			return p.Flush()
+			if err := p.Flush(); err != nil {
+				return err
+			}
+			if n == 0 && len(q.Conds) > 0 {
+				unknown, seen, err := r.UnknownFields(cmd.Context(), q)
+				if err == nil && len(unknown) > 0 {
+					return fmt.Errorf("no record matches, and none of the records of the range has %s; the records have: %s",
+						strings.Join(unknown, ", "), strings.Join(seen, ", "))
+				}
+			}
+			return nil
 		}
 		return r.Follow(cmd.Context(), q, time.Second, func(rec bson.Raw) error {
 			if err := p.Print(rec); err != nil {

@@ -174,6 +174,13 @@ func TestQueryMatchesAScan(t *testing.T) {
 					t.Errorf("%v from %v to %v limit %d:\n got %v\nwant %v", c.conds, c.from, c.to, c.limit, got, want)
 				}
 			}
+			// A misspelt field is named, with the fields the records have.
+			typo, _ := mongolog.ParseCond("levle=error")
+			known, _ := mongolog.ParseCond("svc.name=pay")
+			unknown, seen, err := r.UnknownFields(context.Background(), mongolog.Query{Conds: []mongolog.Cond{typo, known}})
+			if err != nil || !slices.Equal(unknown, []string{"levle"}) || !slices.Contains(seen, "level") {
+				t.Errorf("unknown fields %v (seen %v, %v), want levle", unknown, seen, err)
+			}
 		})
 	}
 }
