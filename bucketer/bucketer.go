@@ -266,28 +266,19 @@ func valueName(doc bsoncore.Document, path string) string {
 	if !ok {
 		return "null"
 	}
-	switch v.Type {
-	case bsoncore.TypeString:
-		s := v.StringValue()
-		if len(s) > 128 {
-			// Cut at a character boundary.
-			i := 128
-			for i > 0 && !utf8.RuneStart(s[i]) {
-				i--
-			}
-			s = s[:i]
-		}
-		return s
-	case bsoncore.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bsoncore.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bsoncore.TypeDouble:
-		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
-	case bsoncore.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
+	s, ok := parser.ScalarText(v)
+	if !ok {
+		return v.Type.String()
 	}
-	return v.Type.String()
+	if v.Type == bsoncore.TypeString && len(s) > 128 {
+		// Cut at a character boundary.
+		i := 128
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i]
+	}
+	return s
 }
 
 // Fit returns how many of recs fit in room records and roomBytes bytes,

@@ -2,12 +2,13 @@ package layout
 
 import (
 	"hash/fnv"
-	"strconv"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // ExpireField is the field a document's expiry is stored in.
@@ -46,29 +47,15 @@ func (e Expiry) At(anchor time.Time, id string, doc bsoncore.Document) time.Time
 // first matching rule's TTL minus TTL, 0 when none matches.
 func (e Expiry) Offset(doc bsoncore.Document) time.Duration {
 	for _, r := range e.Rules {
-		if v, err := doc.LookupErr(r.Field); err == nil && ValueText(v) == r.Value {
+		v, err := doc.LookupErr(r.Field)
+		if err != nil {
+			continue
+		}
+		if text, ok := parser.ScalarText(v); ok && text == r.Value {
 			return r.TTL - e.TTL
 		}
 	}
 	return 0
-}
-
-// ValueText is a scalar value as a rule or a user writes it; "" for other
-// types.
-func ValueText(v bsoncore.Value) string {
-	switch v.Type {
-	case bsoncore.TypeString:
-		return v.StringValue()
-	case bsoncore.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bsoncore.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bsoncore.TypeDouble:
-		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
-	case bsoncore.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
-	}
-	return ""
 }
 
 // Jitter is a duration in [0, max) fixed by id, so every write of one

@@ -3,12 +3,14 @@ package mongolog
 import (
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // Printer writes records as JSON lines (relaxed extended JSON), as a table
@@ -68,18 +70,11 @@ func cell(v bson.RawValue) string {
 	switch v.Type {
 	case 0:
 		return ""
-	case bson.TypeString:
-		return strings.NewReplacer("\t", " ", "\n", " ").Replace(v.StringValue())
 	case bson.TypeDateTime:
 		return v.Time().UTC().Format(time.RFC3339Nano)
-	case bson.TypeInt32:
-		return strconv.Itoa(int(v.Int32()))
-	case bson.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bson.TypeDouble:
-		return strconv.FormatFloat(v.Double(), 'g', -1, 64)
-	case bson.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
+	}
+	if s, ok := parser.ScalarText(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value}); ok {
+		return strings.NewReplacer("\t", " ", "\n", " ").Replace(s)
 	}
 	return v.String()
 }

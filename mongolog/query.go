@@ -53,6 +53,19 @@ func ParseCond(s string) (Cond, error) {
 	return c, nil
 }
 
+// ParseConds reads conditions, all of them or an error.
+func ParseConds(args []string) ([]Cond, error) {
+	var out []Cond
+	for _, a := range args {
+		c, err := ParseCond(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // operand is a condition's value as the query compares it: a number also
 // matches its text, so code=500 finds 500 and "500".
 func (c Cond) operand() any {
@@ -345,7 +358,7 @@ func (r *Reader) UnknownFields(ctx context.Context, q Query) (unknown, seen []st
 	for _, c := range q.Conds {
 		found := false
 		for _, rec := range recs {
-			if _, err := rec.LookupErr(splitDots(c.Field)...); err == nil {
+			if _, err := rec.LookupErr(strings.Split(c.Field, ".")...); err == nil {
 				found = true
 				break
 			}

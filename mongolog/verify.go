@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -94,7 +95,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Prob
 				continue
 			}
 			for i, e := range entries {
-				val, err := e.Document().LookupErr(splitDots(opt.Unique)...)
+				val, err := e.Document().LookupErr(strings.Split(opt.Unique, ".")...)
 				if err != nil {
 					continue
 				}
@@ -248,16 +249,4 @@ func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string
 			bad("counts.%s is %d, the entries give %d", k, got[k], want[k])
 		}
 	}
-}
-
-func splitDots(p string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] == '.' {
-			out = append(out, p[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, p[start:])
 }

@@ -429,3 +429,21 @@ func (w *writer) End() {
 		w.dst = closeDoc(w.dst, f.start)
 	}
 }
+
+// ScalarText is a scalar value as a user writes it (a string as it is,
+// numbers in decimal, true or false), and whether v is one of those.
+func ScalarText(v bsoncore.Value) (string, bool) {
+	switch v.Type {
+	case bsoncore.TypeString:
+		return v.StringValue(), true
+	case bsoncore.TypeInt32:
+		return strconv.Itoa(int(v.Int32())), true
+	case bsoncore.TypeInt64:
+		return strconv.FormatInt(v.Int64(), 10), true
+	case bsoncore.TypeDouble:
+		return strconv.FormatFloat(v.Double(), 'g', -1, 64), true
+	case bsoncore.TypeBoolean:
+		return strconv.FormatBool(v.Boolean()), true
+	}
+	return "", false
+}

@@ -132,30 +132,12 @@ func queryCommand() *cobra.Command {
 	tgt := addTarget(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var q mongolog.Query
-		for _, a := range args {
-			c, err := mongolog.ParseCond(a)
-			if err != nil {
-				return err
-			}
-			q.Conds = append(q.Conds, c)
-		}
 		var err error
-		if since != "" {
-			d, err := mongolog.ParseAge(since)
-			if err != nil {
-				return fmt.Errorf("--since: %v", err)
-			}
-			q.From = time.Now().Add(-d)
+		if q.Conds, err = mongolog.ParseConds(args); err != nil {
+			return err
 		}
-		if from != "" {
-			if q.From, err = mongolog.ParseTime(from); err != nil {
-				return fmt.Errorf("--from: %v", err)
-			}
-		}
-		if to != "" {
-			if q.To, err = mongolog.ParseTime(to); err != nil {
-				return fmt.Errorf("--to: %v", err)
-			}
+		if q.From, q.To, err = timeRange(since, from, to); err != nil {
+			return err
 		}
 		q.Limit = limit
 		switch {
@@ -229,15 +211,8 @@ func verifyCommand() *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var opt mongolog.VerifyOptions
 		var err error
-		if from != "" {
-			if opt.From, err = mongolog.ParseTime(from); err != nil {
-				return fmt.Errorf("--from: %v", err)
-			}
-		}
-		if to != "" {
-			if opt.To, err = mongolog.ParseTime(to); err != nil {
-				return fmt.Errorf("--to: %v", err)
-			}
+		if opt.From, opt.To, err = timeRange("", from, to); err != nil {
+			return err
 		}
 		opt.Unique = unique
 		cfg, db, closeFn, err := tgt.open(cmd)
@@ -278,30 +253,12 @@ func statsCommand() *cobra.Command {
 	tgt := addTarget(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var q mongolog.Query
-		for _, a := range args {
-			c, err := mongolog.ParseCond(a)
-			if err != nil {
-				return err
-			}
-			q.Conds = append(q.Conds, c)
-		}
 		var err error
-		if since != "" {
-			d, err := mongolog.ParseAge(since)
-			if err != nil {
-				return fmt.Errorf("--since: %v", err)
-			}
-			q.From = time.Now().Add(-d)
+		if q.Conds, err = mongolog.ParseConds(args); err != nil {
+			return err
 		}
-		if from != "" {
-			if q.From, err = mongolog.ParseTime(from); err != nil {
-				return fmt.Errorf("--from: %v", err)
-			}
-		}
-		if to != "" {
-			if q.To, err = mongolog.ParseTime(to); err != nil {
-				return fmt.Errorf("--to: %v", err)
-			}
+		if q.From, q.To, err = timeRange(since, from, to); err != nil {
+			return err
 		}
 		var d time.Duration
 		if step != "" {
@@ -349,12 +306,8 @@ func pruneCommand() *cobra.Command {
 			return fmt.Errorf("--older-than: %v", err)
 		}
 		opt := mongolog.PruneOptions{Before: time.Now().Add(-age), Rate: rate, DryRun: dryRun}
-		for _, a := range args {
-			c, err := mongolog.ParseCond(a)
-			if err != nil {
-				return err
-			}
-			opt.Conds = append(opt.Conds, c)
+		if opt.Conds, err = mongolog.ParseConds(args); err != nil {
+			return err
 		}
 		cfg, db, closeFn, err := tgt.open(cmd)
 		if err != nil {
@@ -449,4 +402,26 @@ func importCommand() *cobra.Command {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// timeRange reads --since, --from and --to; --from wins over --since.
+func timeRange(since, from, to string) (start, end time.Time, err error) {
+	if since != "" {
+		d, err := mongolog.ParseAge(since)
+		if err != nil {
+			return start, end, fmt.Errorf("--since: %v", err)
+		}
+		start = time.Now().Add(-d)
+	}
+	if from != "" {
+		if start, err = mongolog.ParseTime(from); err != nil {
+			return start, end, fmt.Errorf("--from: %v", err)
+		}
+	}
+	if to != "" {
+		if end, err = mongolog.ParseTime(to); err != nil {
+			return start, end, fmt.Errorf("--to: %v", err)
+		}
+	}
+	return start, end, nil
 }

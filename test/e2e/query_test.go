@@ -6,12 +6,12 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
 )
 
@@ -19,7 +19,7 @@ import (
 // a number or its text, comparisons take numbers only, ~ strings only; a
 // missing field is != anything.
 func matches(t *testing.T, rec bson.Raw, c mongolog.Cond) bool {
-	v, err := rec.LookupErr(splitPath(c.Field)...)
+	v, err := rec.LookupErr(strings.Split(c.Field, ".")...)
 	num, isNum := 0.0, false
 	if err == nil {
 		if f, ok := v.AsFloat64OK(); ok && v.Type != bson.TypeBoolean {
@@ -52,18 +52,6 @@ func matches(t *testing.T, rec bson.Raw, c mongolog.Cond) bool {
 	return false
 }
 
-func splitPath(p string) []string {
-	var out []string
-	start := 0
-	for i := 0; i < len(p); i++ {
-		if p[i] == '.' {
-			out = append(out, p[start:i])
-			start = i + 1
-		}
-	}
-	return append(out, p[start:])
-}
-
 // query returns exactly the records a scan of every stored entry returns,
 // in time order, for a table of filters: key fields (pushed down to the
 // buckets), time ranges, field conditions, limits, across two day
@@ -91,15 +79,7 @@ func TestQueryMatchesAScan(t *testing.T) {
 			}
 			mustDone(t, in.Flush("app.log", join(recs)), log)
 			in.Exit()
-			m := conf.Map{}
-			for k, v := range e.props(props...) {
-				m.Set(k, v)
-			}
-			cfg, err := conf.Parse(m, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := &mongolog.Reader{DB: e.db, Cfg: cfg}
+			r := reader(t, e, props...)
 			colls, err := r.Collections(context.Background(), time.Time{}, time.Time{})
 			if err != nil || !slices.Equal(colls, []string{"logs_20990101", "logs_20990102"}) {
 				t.Fatalf("collections %v, %v", colls, err)
@@ -198,15 +178,7 @@ func TestQueryFollow(t *testing.T) {
 		return join(recs)
 	}
 	mustDone(t, in.Flush("app.log", batch(0, 10)), log)
-	m := conf.Map{}
-	for k, v := range e.props("bucket_key", "host") {
-		m.Set(k, v)
-	}
-	cfg, err := conf.Parse(m, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &mongolog.Reader{DB: e.db, Cfg: cfg}
+	r := reader(t, e, "bucket_key", "host")
 	ctx, cancel := context.WithCancel(context.Background())
 	got := make(chan int64, 100)
 	done := make(chan error, 1)
