@@ -37,6 +37,8 @@ type ImportOptions struct {
 	// Retry is how long a chunk the plugin gives back waits before it is
 	// sent again (default 1s).
 	Retry time.Duration
+	// Stdin is what "-" reads (default os.Stdin).
+	Stdin io.Reader
 }
 
 // Imported counts what an import did.
@@ -123,7 +125,10 @@ func (c counter) Read(p []byte) (int, error) {
 }
 
 func importFile(ctx context.Context, f Flusher, opt ImportOptions, path string, res *Imported, read *int64, total int64) error {
-	var in io.Reader = os.Stdin
+	in := opt.Stdin
+	if in == nil {
+		in = os.Stdin
+	}
 	stamp := time.Now().Truncate(time.Second)
 	if path != "-" {
 		file, err := os.Open(path)
