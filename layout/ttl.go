@@ -41,11 +41,12 @@ func PlanTTL(found bool, after *int64, want int64) (action TTLAction, lowers boo
 }
 
 // ensureTTL gives coll a TTL index on s.TTLField with expireAfterSeconds
-// s.TTL. A change that would expire more than the burst limit at once
-// deletes those documents first, at the keeper's rate, in the background;
-// then it changes the index. Documents without the field are given it in
-// the background (when s.ExpireAt says how). A server that refuses TTL
-// indexes or collMod gets one warning per collection.
+// s.TTL. A change that expires documents earlier than before runs in the
+// background, writes going on meanwhile: it counts what would expire at
+// once and, above the burst limit, deletes those documents first at the
+// keeper's rate; then it changes the index. Documents without the field
+// are given it in the background (when s.ExpireAt says how). A server that
+// refuses TTL indexes or collMod gets one warning per collection.
 func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
 	want := int64(s.TTL / time.Second)
 	idx, err := k.ttlIndex(ctx, coll, s.TTLField)
@@ -63,21 +64,25 @@ func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
 		return nil
 	}
 	if action != TTLKeep && lowers {
-		n, err := k.db.Collection(coll).CountDocuments(ctx, expiredBy(s.TTLField, want, time.Now()))
-		if err != nil {
-			return fmt.Errorf("counting the documents of %s a TTL of %ds expires: %w", coll, want, err)
-		}
-		if n > 0 {
-			k.log.Infof("ttl %ds on %s expires %d documents at once", want, coll, n)
-		}
-		if n > k.limits.BurstLimit {
-			k.background(coll, "ttl", func(ctx context.Context) {
-				if k.deleteExpired(ctx, coll, s.TTLField, want, n) {
-					k.settle(coll, apply(ctx))
+		// Counting what expires at once reads the collection: in the
+		// background, so that a large one never holds up writes.
+		k.background(coll, "ttl", func(ctx context.Context) {
+			n, err := k.db.Collection(coll).CountDocuments(ctx, expiredBy(s.TTLField, want, time.Now()))
+			if err != nil {
+				if ctx.Err() == nil {
+					k.log.Warnf("counting the documents of %s a TTL of %ds expires: %v (the index keeps its TTL until the next start)", coll, want, err)
 				}
-			})
-			return k.backfill(coll, s)
-		}
+				return
+			}
+			if n > 0 {
+				k.log.Infof("ttl %ds on %s expires %d documents at once", want, coll, n)
+			}
+			if n > k.limits.BurstLimit && !k.deleteExpired(ctx, coll, s.TTLField, want, n) {
+				return
+			}
+			k.settle(coll, apply(ctx))
+		})
+		return k.backfill(coll, s)
 	}
 	k.settle(coll, apply(ctx))
 	return k.backfill(coll, s)
