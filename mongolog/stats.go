@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -145,7 +146,7 @@ func PrintStats(w io.Writer, windows []*Window, chart bool) error {
 				stats = append(stats, fmt.Sprintf("%s %g/-/%g", f, a.Min, a.Max))
 				continue
 			}
-			stats = append(stats, fmt.Sprintf("%s %g/%.4g/%g", f, a.Min, a.Avg(), a.Max))
+			stats = append(stats, fmt.Sprintf("%s %g/%s/%g", f, a.Min, strconv.FormatFloat(a.Avg(), 'f', 1, 64), a.Max))
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", win.Start.Format(time.RFC3339), win.Buckets, win.Records,
 			strings.Join(counts, "; "), strings.Join(stats, "; "))
