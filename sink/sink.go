@@ -476,19 +476,19 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		}
 	}
 	res.Groups = len(groups)
-	stored, err := s.buckets.Stored(ctx, f.id, groups)
-	if err != nil {
-		return err
-	}
+	// Stored is read under the groups' locks (see Buckets.Write): the
+	// records to write are decided there.
 	var jobs []writer.Job
-	for _, g := range groups {
-		if todo := f.pending(g.Records, stored); len(todo) > 0 {
-			jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)]})
-		}
-	}
 	var outs []writer.Outcome
-	err = guard(func() (err error) {
-		outs, err = s.buckets.Write(ctx, f.id, jobs)
+	err := guard(func() (err error) {
+		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
+			for _, g := range groups {
+				if todo := f.pending(g.Records, stored); len(todo) > 0 {
+					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)]})
+				}
+			}
+			return jobs
+		})
 		return err
 	})
 	for i, o := range outs {

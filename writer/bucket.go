@@ -310,10 +310,16 @@ type Job struct {
 	Limit int
 }
 
-// Write stores the records of jobs and returns, per job, what it stored and
-// parked. An error (a transient failure outlasting the flush deadline)
-// means the flush must be retried; the outcomes then say what was achieved
-// before it.
+// Write stores the records of a chunk's groups and returns, per job,
+// what it stored and parked. It first takes the groups' locks, then reads
+// what earlier attempts of the chunk stored (Stored), and only then asks
+// jobs for the records still to write: an earlier attempt's write whose
+// reply was lost can apply late, but not after the lock holder that came
+// before saw the bucket move past it, so the lookup, made after, sees it.
+// (Looked up before the locks, it could miss such a write and store its
+// records again at the position the bucket has moved on to.) An error (a
+// transient failure outlasting the flush deadline) means the flush must be
+// retried; the outcomes then say what was achieved before it.
 //
 // The writes go out in rounds: each round takes the next write of every
 // group not done and sends them as unordered commands of up to WriteBatch
@@ -325,32 +331,53 @@ type Job struct {
 // record, which is parked with the reason; content is suspected when
 // MongoDB refuses it, or when the same write keeps losing its connection
 // while the server answers otherwise.
-func (b *Buckets) Write(ctx context.Context, chunkID string, jobs []Job) ([]Outcome, error) {
-	ws := make([]*groupWrite, len(jobs))
-	keys := make([]string, len(jobs))
-	order := make([]int, len(jobs))
-	for i, j := range jobs {
-		keys[i], order[i] = b.collection(j.Group)+"\x00"+j.Group.ID, i
+func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.Group, jobs func(stored map[int]bool) []Job) ([]Outcome, error) {
+	keys := make([]string, len(groups))
+	order := make([]int, len(groups))
+	for i, g := range groups {
+		keys[i], order[i] = b.collection(g)+"\x00"+g.ID, i
 	}
 	// Groups are locked in one order, so flushes sharing groups never wait
 	// for each other in a cycle.
 	sort.Slice(order, func(x, y int) bool { return keys[order[x]] < keys[order[y]] })
+	held := map[string]*groupState{}
 	defer func() {
-		for _, w := range ws {
-			if w != nil {
-				w.finish()
-			}
+		for _, st := range held {
+			st.release()
 		}
 	}()
 	for _, i := range order {
+		if held[keys[i]] != nil {
+			continue
+		}
 		st, err := b.acquire(ctx, keys[i])
 		if err != nil {
-			return make([]Outcome, len(jobs)), err
+			return nil, err
 		}
-		ws[i] = b.newGroupWrite(chunkID, jobs[i], st)
+		held[keys[i]] = st
 	}
-	err := b.rounds(ctx, ws)
-	outs := make([]Outcome, len(jobs))
+	stored, err := b.Stored(ctx, chunkID, groups)
+	if err != nil {
+		return nil, err
+	}
+	js := jobs(stored)
+	ws := make([]*groupWrite, len(js))
+	defer func() {
+		for _, w := range ws {
+			if w != nil {
+				w.putBuffer()
+			}
+		}
+	}()
+	for i, j := range js {
+		st := held[b.collection(j.Group)+"\x00"+j.Group.ID]
+		if st == nil {
+			return make([]Outcome, len(js)), fmt.Errorf("writing group %s: not among the chunk's groups", j.Group.ID)
+		}
+		ws[i] = b.newGroupWrite(chunkID, j, st)
+	}
+	err = b.rounds(ctx, ws)
+	outs := make([]Outcome, len(js))
 	for i, w := range ws {
 		outs[i] = w.outcome()
 	}
@@ -494,12 +521,6 @@ func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWri
 		w.suspect = len(j.Recs)
 	}
 	return w
-}
-
-// finish gives back the group and the write's buffer.
-func (w *groupWrite) finish() {
-	w.putBuffer()
-	w.st.release()
 }
 
 func (w *groupWrite) putBuffer() {
