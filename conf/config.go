@@ -282,13 +282,17 @@ func (c *Config) String() string {
 		}
 		b.WriteString(kv[0])
 		b.WriteByte('=')
-		v := kv[1]
-		if v == "" || strings.ContainsAny(v, " \t\"'\\") {
-			v = strconv.Quote(v)
-		}
-		b.WriteString(v)
+		b.WriteString(quoteValue(kv[1]))
 	}
 	return b.String()
+}
+
+// quoteValue quotes a value that is empty or holds spaces or quotes.
+func quoteValue(v string) string {
+	if v == "" || strings.ContainsAny(v, " \t\"'\\") {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 // Changed renders, as String does, the settings that differ from their
@@ -312,11 +316,7 @@ func (c *Config) Changed() string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
-		v := kv[1]
-		if v == "" || strings.ContainsAny(v, " \t\"'\\") {
-			v = strconv.Quote(v)
-		}
-		b.WriteString(kv[0] + "=" + v)
+		b.WriteString(kv[0] + "=" + quoteValue(kv[1]))
 	}
 	return b.String()
 }

@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"fmt"
 	"math"
 	"math/big"
 	"strconv"
@@ -14,6 +15,16 @@ import (
 const day = 24 * time.Hour
 
 const durationSyntax = "a duration is a number with a unit ms, s, m, h or d (e.g. 500ms, 30s, 1m, 1h, 7d; 1h30m also works); a plain integer means seconds"
+
+// ParseDuration parses a duration as the plugin's keys take it (see
+// parseDuration), for tools that take durations the same way.
+func ParseDuration(s string) (time.Duration, error) {
+	d, why := parseDuration(s)
+	if why != "" {
+		return 0, fmt.Errorf("duration %q: %s", s, why)
+	}
+	return d, nil
+}
 
 // parseDuration parses 500ms, 30s, 1m, 1h, 7d, compounds such as 1h30m, and a
 // plain non-negative integer meaning seconds. Units are lower case only, so

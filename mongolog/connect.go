@@ -3,8 +3,6 @@ package mongolog
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -98,16 +96,8 @@ func ParseTime(s string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("time %q: want RFC 3339 (2024-06-01T10:00:00Z) or a UTC date and time (2024-06-01, 2024-06-01T10:00)", s)
 }
 
-// ParseAge reads a duration with an optional day unit (15m, 2h, 7d).
+// ParseAge reads a duration as the plugin's keys take it (15m, 2h, 7d,
+// 1h30m; a plain integer is seconds).
 func ParseAge(s string) (time.Duration, error) {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		if d, err := strconv.Atoi(n); err == nil && d >= 0 {
-			return time.Duration(d) * 24 * time.Hour, nil
-		}
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("duration %q: want a number with a unit (30s, 15m, 2h, 7d)", s)
-	}
-	return d, nil
+	return conf.ParseDuration(s)
 }
