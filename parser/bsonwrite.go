@@ -202,7 +202,7 @@ func (w *writer) value(r *reader, typeAt int, inc, exc *pathNode, depth int) err
 		t = bsoncore.TypeString
 		w.dst = appendString(w.dst, v.raw)
 	case kExt:
-		if ts, ok := eventTime(v); ok {
+		if ts, reason := eventTime(v); reason == "" {
 			t = bsoncore.TypeDateTime
 			w.dst = binary.LittleEndian.AppendUint64(w.dst, uint64(ts.UnixMilli()))
 		} else {

@@ -308,9 +308,9 @@ func (d *Decoder) record(r *reader, idx int, prefix Prefix, b *Batch) (*BadRecor
 		// start, or the reader would lose its place in the chunk.
 		return d.skipBad(r, start, "record time is not an EventTime, integer or float", time.Time{})
 	}
-	ts, ok := eventTime(tv)
-	if !ok {
-		return d.skipBody(r, "record time is not an EventTime, integer or float", time.Time{})
+	ts, reason := eventTime(tv)
+	if reason != "" {
+		return d.skipBody(r, reason, time.Time{})
 	}
 	bodyStart := r.pos
 	body, err := r.next()
@@ -355,36 +355,61 @@ func (d *Decoder) skipBody(r *reader, reason string, ts time.Time) (*BadRecord, 
 	return &BadRecord{Reason: reason, Time: ts}, nil
 }
 
+// The record times stored: a BSON date holds any millisecond of ±292
+// million years, but window, partition and expiry arithmetic, partition
+// names and every tool that prints a date need a four-digit year.
+var (
+	MinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	MaxTime = time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC)
+)
+
+// TimeOutOfRange starts the reason of a record whose time is outside
+// [MinTime, MaxTime], NaN or infinite.
+const TimeOutOfRange = "time out of range"
+
+// outOfRange is the reason of a record whose time is v.
+func outOfRange(v any) string {
+	return fmt.Sprintf("%s: %v is not a time between years 1 and 9999 (a time in milliseconds or nanoseconds sent as seconds?)", TimeOutOfRange, v)
+}
+
 // eventTime converts a Fluent Bit record time: EventTime (ext 0: uint32
-// seconds, uint32 nanoseconds, big-endian), integer seconds or float seconds.
-func eventTime(v value) (time.Time, bool) {
+// seconds, uint32 nanoseconds, big-endian), integer seconds or float
+// seconds. A time it cannot convert, or outside [MinTime, MaxTime], comes
+// with the reason.
+func eventTime(v value) (time.Time, string) {
+	const notATime = "record time is not an EventTime, integer or float"
+	minSec, maxSec := MinTime.Unix(), MaxTime.Unix()
 	switch v.kind {
 	case kExt:
 		if v.ext != 0 || len(v.raw) != 8 {
-			return time.Time{}, false
+			return time.Time{}, notATime
 		}
 		sec := binary.BigEndian.Uint32(v.raw)
 		nsec := binary.BigEndian.Uint32(v.raw[4:])
-		return time.Unix(int64(sec), int64(nsec)).UTC(), true
+		return time.Unix(int64(sec), int64(nsec)).UTC(), ""
 	case kInt:
-		return time.Unix(v.i, 0).UTC(), true
-	case kUint:
-		if v.u > math.MaxInt64/2 {
-			return time.Time{}, false
+		if v.i < minSec || v.i > maxSec {
+			return time.Time{}, outOfRange(v.i)
 		}
-		return time.Unix(int64(v.u), 0).UTC(), true
+		return time.Unix(v.i, 0).UTC(), ""
+	case kUint:
+		// Only values above MaxInt64 are kUint: always out of range.
+		return time.Time{}, outOfRange(v.u)
 	case kFloat:
-		if math.IsNaN(v.f) || math.IsInf(v.f, 0) || math.Abs(v.f) > 1e15 {
-			return time.Time{}, false
+		if math.IsNaN(v.f) || math.IsInf(v.f, 0) || v.f < float64(minSec) || v.f >= float64(maxSec+1) {
+			return time.Time{}, outOfRange(v.f)
 		}
 		// A float64 near the present resolves about 0.2 µs: round the
 		// fraction to the microsecond, so 1717236000.123 is 123 ms and not
 		// 122.999906 ms (which truncates to 122 in a BSON date).
 		sec, frac := math.Modf(v.f)
-		return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), true
+		return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), ""
 	}
-	return time.Time{}, false
+	return time.Time{}, notATime
 }
+
+// InRange reports whether t is a record time that can be stored.
+func InRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) }
 
 // entry writes the entry document of one record whose body map (n pairs)
 // starts at r. A non-empty reason means the record is bad; r is then past it.
@@ -465,6 +490,9 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 	}
 	dst = bsoncore.UpdateLength(dst, docStart, int32(size))
 	if w.hasLogTime && d.opt.TimeFromLog {
+		if !InRange(w.logTime) {
+			return rec, outOfRange(w.logTime.Format(time.RFC3339Nano)), nil
+		}
 		rec.Time = w.logTime.UTC()
 		binary.LittleEndian.PutUint64(dst[timeAt:], uint64(rec.Time.UnixMilli()))
 	}

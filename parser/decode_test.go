@@ -705,9 +705,17 @@ func TestDecodeBadRecords(t *testing.T) {
 		{recV1(t, nil, kv{"a", 1}), "record time", false},
 		{recV1(t, rawMP{0xd6, 0, 0, 0, 0, 1}, kv{"a", 1}), "record time", false},            // ext 0, 4 bytes
 		{recV1(t, rawMP(cat([]byte{0xd7, 1}, be(8, 1))), kv{"a", 1}), "record time", false}, // ext 1
-		{recV1(t, uint64(math.MaxUint64), kv{"a", 1}), "record time", false},
-		{recV1(t, math.NaN(), kv{"a", 1}), "record time", false},
-		{recV1(t, math.Inf(1), kv{"a", 1}), "record time", false},
+		{recV1(t, uint64(math.MaxUint64), kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, math.NaN(), kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, math.Inf(1), kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, math.Inf(-1), kv{"a", 1}), TimeOutOfRange, false},
+		// 2025-06-01 in nanoseconds and in milliseconds, sent as seconds.
+		{recV1(t, int64(1748736000000000000), kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, int64(1748736000000), kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, int64(math.MinInt64), kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, MaxTime.Unix()+1, kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, float64(MinTime.Unix())-1, kv{"a", 1}), TimeOutOfRange, false},
+		{recV1(t, 1748736000000.5, kv{"a", 1}), TimeOutOfRange, false},
 		{rec(t, "str", kv{}, kv{"a", 1}), "record time", false},
 		// A container where the time belongs: the reader must not lose its place.
 		{recV1(t, kv{"sec", 1, "x", []any{1, 2, 3}}, kv{"a", 1}), "record time", false},
@@ -962,4 +970,20 @@ func D(pairs ...any) bson.D {
 func isReserved(s *smallSet[bool], name string) bool {
 	_, ok := s.get([]byte(name))
 	return ok
+}
+
+// The first and last seconds of the range are record times as they are;
+// a second past either end is out of range (TestDecodeBadRecords).
+func TestDecodeTimeRangeEnds(t *testing.T) {
+	for _, sec := range []int64{MinTime.Unix(), 0, MaxTime.Unix()} {
+		d := mustDecoder(t, Options{})
+		var b Batch
+		d.Decode(recV1(t, sec, kv{"a", 1}), nil, &b)
+		if len(b.Records) != 1 || len(b.Bad) != 0 {
+			t.Fatalf("time %d: %d records, %d bad", sec, len(b.Records), len(b.Bad))
+		}
+		if got := b.Records[0].Time; got.Unix() != sec || !InRange(got) {
+			t.Errorf("time %d: record time %v", sec, got)
+		}
+	}
 }
