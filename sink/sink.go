@@ -5,7 +5,6 @@ package sink
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -108,10 +107,6 @@ type Result struct {
 // remembered, so that a retried chunk does not isolate them again.
 const maxRemembered = 256
 
-// maxRetried bounds how many retried chunks are remembered so that their
-// records are counted once; a chunk forgotten is counted again.
-const maxRetried = 4096
-
 // Sink writes chunks. It is safe for concurrent use.
 type Sink struct {
 	opt     Options
@@ -126,7 +121,7 @@ type Sink struct {
 	// learnt. It only saves work: what is not remembered is found again.
 	unfinished *bounded[*memo]
 	flushing   map[string]*chunkLock // chunks being flushed, by id
-	retried    *bounded[bool]        // chunks whose last flush ended in Retry
+	contents   *contents             // what is known of the contents flushed
 	batches    sync.Pool
 	totals     Totals
 	ready      sync.Map // collections Setup has prepared
@@ -157,7 +152,7 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1)), onWrite: opt.OnWrite}
 	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log,
 		unfinished: newBounded[*memo](maxRemembered), flushing: map[string]*chunkLock{},
-		retried: newBounded[bool](maxRetried)}
+		contents: newContents(maxContents)}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, Expiry: opt.Expiry,
@@ -166,61 +161,81 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	return s, nil
 }
 
-// ChunkID identifies a chunk by its tag and bytes: Fluent Bit resends the
-// identical bytes when a flush is retried.
-func ChunkID(tag string, chunk []byte) string {
-	h := sha256.New()
-	h.Write([]byte(tag))
-	h.Write([]byte{0})
-	h.Write(chunk)
-	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
 // Flush stores one chunk.
 func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	ctx, cancel := context.WithTimeout(ctx, s.opt.FlushTimeout)
 	defer cancel()
 	batch := s.batches.Get().(*parser.Batch)
 	defer s.batches.Put(batch)
-	var id string
+	var content string
 	if s.opt.Mode == ModeFlat {
-		// Flat documents' ids derive from the chunk id.
-		id = ChunkID(tag, chunk)
-		s.dec.Decode(chunk, s.flatPrefix(id, tag), batch)
+		// Flat documents' ids derive from the chunk's id.
+		content = ChunkID(tag, chunk)
+		s.dec.Decode(chunk, s.flatPrefix(content, tag), batch)
 	} else {
 		// Bucket entries do not need the chunk id: hash while decoding.
 		ids := make(chan string, 1)
 		go func() { ids <- ChunkID(tag, chunk) }()
 		s.dec.Decode(chunk, nil, batch)
-		id = <-ids
+		content = <-ids
 	}
 	res := Result{Records: len(batch.Records) + len(batch.Bad)}
-	defer s.lockChunk(id)()
-	res.New = s.firstAttempt(id)
+	defer s.lockChunk(content)()
+	occ, known := s.contents.get(content)
+	res.New = !occ.retried
+	occ.newest = newestTime(batch)
+	// probe: the generation to complete is the newest one stored, which
+	// this process does not know yet.
+	probe := !known || occ.probing
+	var f *flush
+	var err error
+	for {
+		f, err = s.flushGen(ctx, content, occ.gen, tag, batch, &res)
+		if err != nil || !probe || !f.found {
+			break
+		}
+		// Something of this generation was stored already: a later one
+		// may be the one an earlier process was writing.
+		var later bool
+		if later, err = s.holds(ctx, content, occ.gen+1, tag, batch); err != nil || !later {
+			break
+		}
+		occ.gen++
+	}
+	s.account(batch, &res, err)
+	if err != nil {
+		res.Parked = 0
+		occ.retried, occ.probing = true, probe
+		s.contents.put(content, occ)
+		s.remember(f.id, &memo{parked: f.parked, limits: f.limits})
+		res.Status, res.Err = Retry, err
+		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
+		return res
+	}
+	s.contents.put(content, occurrence{gen: occ.gen + 1, newest: occ.newest})
+	s.remember(f.id, nil)
+	s.log.Debugf("chunk %s (tag %q): %d records, %d stored, %d parked, %d groups", f.id, tag, res.Records, res.Stored, res.Parked, res.Groups)
+	return res
+}
+
+// flushGen writes generation gen of a chunk's content: what earlier
+// attempts of it did not store.
+func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, res *Result) (*flush, error) {
+	id := GenID(content, gen)
+	if gen > 0 && s.opt.Mode == ModeFlat {
+		s.reid(batch, id)
+	}
 	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}}
 	var err error
 	if s.opt.Mode == ModeFlat {
-		err = s.writeFlat(ctx, f, &res)
+		err = s.writeFlat(ctx, f, res)
 	} else {
-		err = s.writeBuckets(ctx, f, &res)
+		err = s.writeBuckets(ctx, f, res)
 	}
 	if err == nil {
-		err = s.park(ctx, f, &res)
+		err = s.park(ctx, f, res)
 	}
-	if err != nil {
-		res.Parked = 0
-	}
-	s.account(batch, &res, err)
-	s.retriedChunk(id, err != nil)
-	if err != nil {
-		s.remember(id, &memo{parked: f.parked, limits: f.limits})
-		res.Status, res.Err = Retry, err
-		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", id, tag, res.Records, err)
-		return res
-	}
-	s.remember(id, nil)
-	s.log.Debugf("chunk %s (tag %q): %d records, %d stored, %d parked, %d groups", id, tag, res.Records, res.Stored, res.Parked, res.Groups)
-	return res
+	return f, err
 }
 
 // flush is one attempt at one chunk.
@@ -230,6 +245,9 @@ type flush struct {
 	prev    *memo
 	parked  []writer.Parked
 	limits  map[string]int // see memo
+	// found: some of the records were stored by an earlier attempt (in
+	// this process or an earlier one).
+	found bool
 }
 
 // memo is what an unfinished flush of a chunk learnt: the records it found
@@ -260,27 +278,6 @@ func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Re
 	return out
 }
 
-// firstAttempt reports whether no flush of chunk id has ended in Retry
-// (as far as this process remembers).
-func (s *Sink) firstAttempt(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, retried := s.retried.get(id)
-	return !retried
-}
-
-// retriedChunk remembers (retry) or forgets that chunk id's last flush
-// ended in Retry.
-func (s *Sink) retriedChunk(id string, retry bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !retry {
-		s.retried.drop(id)
-	} else if _, ok := s.retried.get(id); !ok {
-		s.retried.put(id, true)
-	}
-}
-
 // account adds a flush to the totals: a chunk and its records once, at
 // its first attempt; what each attempt stored and parked.
 func (s *Sink) account(b *parser.Batch, res *Result, err error) {
@@ -306,36 +303,6 @@ func (s *Sink) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.totals
-}
-
-// chunkLock serialises the flushes of one chunk.
-type chunkLock struct {
-	mu    sync.Mutex
-	users int
-}
-
-// lockChunk waits until no other flush of chunk id runs and returns the
-// unlock. Fluent Bit does not send a chunk again while it is being
-// flushed; were it to, the second flush would look up what is stored
-// before the first had written it.
-func (s *Sink) lockChunk(id string) (unlock func()) {
-	s.mu.Lock()
-	l := s.flushing[id]
-	if l == nil {
-		l = &chunkLock{}
-		s.flushing[id] = l
-	}
-	l.users++
-	s.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		s.mu.Lock()
-		if l.users--; l.users == 0 {
-			delete(s.flushing, id)
-		}
-		s.mu.Unlock()
-	}
 }
 
 // remembered returns what an unfinished flush of chunk id learnt.
@@ -482,6 +449,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var outs []writer.Outcome
 	err := guard(func() (err error) {
 		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
+			f.found = len(stored) > 0
 			for _, g := range groups {
 				if todo := f.pending(g.Records, stored); len(todo) > 0 {
 					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)]})
@@ -569,8 +537,7 @@ func guard(fn func() error) (err error) {
 // time in seconds, then 8 bytes derived from the chunk id and the record
 // index) and the tag.
 func (s *Sink) flatPrefix(id, tag string) parser.Prefix {
-	raw, _ := hex.DecodeString(id[:16])
-	seed := binary.BigEndian.Uint64(raw)
+	seed := flatSeed(id)
 	return func(dst []byte, idx int, t time.Time) []byte {
 		var oid [12]byte
 		binary.BigEndian.PutUint32(oid[:4], uint32(t.Unix()))
@@ -584,6 +551,67 @@ func (s *Sink) flatPrefix(id, tag string) parser.Prefix {
 		return dst
 	}
 }
+
+// flatSeed is what the ids of a flat chunk's documents derive from.
+func flatSeed(id string) uint64 {
+	raw, _ := hex.DecodeString(id[:16])
+	return binary.BigEndian.Uint64(raw)
+}
+
+// reid gives the flat documents of b the ids of chunk id, in place: their
+// time part stays, the rest derives from id as flatPrefix does.
+func (s *Sink) reid(b *parser.Batch, id string) {
+	seed := flatSeed(id)
+	for i := range b.Records {
+		r := &b.Records[i]
+		if v, err := r.Doc.LookupErr("_id"); err == nil && v.Type == bsoncore.TypeObjectID {
+			binary.BigEndian.PutUint64(v.Data[4:], splitmix(seed+uint64(r.Index)))
+		}
+	}
+}
+
+// holds reports whether anything of generation gen of a content is
+// stored: in its buckets or flat documents, or in the dead letters.
+func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, batch *parser.Batch) (bool, error) {
+	id := GenID(content, gen)
+	f := &flush{id: id, tag: tag, batch: batch, prev: &memo{}, limits: map[string]int{}}
+	colls, parts := s.route(f)
+	if s.opt.Mode == ModeFlat {
+		s.reid(batch, id)
+	}
+	for i, coll := range colls {
+		if s.opt.Mode == ModeFlat {
+			ids := make([]bsoncore.Value, len(parts[i]))
+			for j := range parts[i] {
+				ids[j] = parts[i][j].Doc.Lookup("_id")
+			}
+			if n, err := writer.Existing(ctx, s.store, coll, ids, s.retry); err != nil || n > 0 {
+				return n > 0, err
+			}
+			continue
+		}
+		var groups []*bucketer.Group
+		for _, g := range s.opt.Grouper.Group(tag, parts[i]) {
+			g.Collection = coll
+			groups = append(groups, g)
+		}
+		stored, err := s.buckets.Stored(ctx, id, groups)
+		if err != nil || len(stored) > 0 {
+			return len(stored) > 0, err
+		}
+	}
+	lo, hi := id+":", id+";" // dead-letter ids are id:key
+	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument("_id", bsoncore.NewDocumentBuilder().
+		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
+	var docs []bson.Raw
+	err := s.retry.Do(ctx, func() (err error) {
+		docs, err = s.store.Find(ctx, s.opt.DeadLetter, filter, writer.Query{Projection: idOnly, Limit: 1})
+		return err
+	})
+	return len(docs) > 0, err
+}
+
+var idOnly = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
 
 // expire fills in the expireAt of a flat document, which depends on its
 // fields (ttl_rules) and its time (which the line may have set).
@@ -624,10 +652,12 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 			s.expire(r)
 			docs[j] = writer.Doc{ID: r.Doc.Lookup("_id"), Raw: bson.Raw(r.Doc)}
 		}
-		refused, limit, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll])
-		if limit > 0 {
-			f.limits[coll] = limit
+		ins, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll])
+		refused := ins.Refused
+		if ins.Limit > 0 {
+			f.limits[coll] = ins.Limit
 		}
+		f.found = f.found || ins.Existed > 0
 		for _, r := range refused {
 			f.parked = append(f.parked, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
 		}
@@ -690,21 +720,23 @@ func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 	for i, l := range letters {
 		docs[i] = s.deadLetter(f, l, now, maxParkedRaw, "")
 	}
-	refused, _, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry, 0)
+	ins, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry, 0)
 	if err != nil {
 		return fmt.Errorf("parking %d records: %w", len(letters), err)
 	}
-	if len(refused) > 0 {
+	f.found = f.found || ins.Existed > 0
+	if refused := ins.Refused; len(refused) > 0 {
 		reduced := make([]writer.Doc, len(refused))
 		for i, r := range refused {
 			reduced[i] = s.deadLetter(f, letters[r.Index], now, reducedRaw, r.Reason)
 		}
-		again, _, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, reduced, s.retry, 0)
+		again, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, reduced, s.retry, 0)
 		if err != nil {
 			return fmt.Errorf("parking %d reduced records: %w", len(reduced), err)
 		}
-		if len(again) > 0 {
-			return fmt.Errorf("dead-letter collection %s refuses even a reduced record: %s", s.opt.DeadLetter, again[0].Reason)
+		f.found = f.found || again.Existed > 0
+		if len(again.Refused) > 0 {
+			return fmt.Errorf("dead-letter collection %s refuses even a reduced record: %s", s.opt.DeadLetter, again.Refused[0].Reason)
 		}
 		s.log.Warnf("dead-letter collection %s refused %d records whole (first: %s); stored them reduced to their reason, sizes and first %d bytes",
 			s.opt.DeadLetter, len(refused), refused[0].Reason, reducedRaw)

@@ -296,10 +296,10 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 	return bson.Raw(f.Build())
 }
 
-// suspectAfter is how many network errors in a row one write may meet,
-// the server answering a ping after the last, before its content is
-// suspected: some MongoDB-compatible servers drop the connection on
-// values they do not support.
+// suspectAfter is how many network errors in a row a write of several
+// records may meet, the server answering a ping after the last, before it
+// is split in halves: some MongoDB-compatible servers drop the connection
+// on values they do not support. Splitting costs nothing but commands.
 const suspectAfter = 2
 
 // Job is the records of one group to write, in chunk order. Limit, when
@@ -591,6 +591,7 @@ func (w *groupWrite) plan() bool {
 // number to wait for before the write is repeated; an error ends the flush.
 func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backoff int, _ error) {
 	b, st, p := w.b, w.st, w.p
+	size := len(w.stmt.Update)
 	w.putBuffer()
 	w.err = err
 	if !shared {
@@ -603,12 +604,42 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 		w.doubt, w.alone = true, true
 		return 0, nil
 	}
-	if class == Transient && mongo.IsNetworkError(err) && !shared {
+	if class == Transient && mongo.IsNetworkError(err) && !shared && p.n > 1 {
 		// Once a search is under way, the content around it is suspect
 		// from the first dropped connection.
 		if w.netErrs++; (w.netErrs >= suspectAfter || w.limit > 0) && ctx.Err() == nil && b.store.Ping(ctx) == nil {
 			class = Poison
-			err = fmt.Errorf("the server closed the connection on this write %d times while answering otherwise: %w", w.netErrs, err)
+		}
+	}
+	if class == Transient && mongo.IsNetworkError(err) && !shared && p.n == 1 {
+		// One record alone: parked only on the evidence of Dropped, and
+		// only if it is not stored already.
+		w.doubt = true
+		if !Dropped(ctx, b.store, b.collection(w.g), size, &w.netErrs) {
+			if w.netErrs > 0 {
+				return 0, nil // the server answers: repeat at once
+			}
+			w.attempt++
+			return w.attempt, nil
+		}
+		class = Poison
+		err = fmt.Errorf("the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %w", w.netErrs, err)
+	}
+	if class == Poison && p.n == 1 && w.doubt {
+		// An earlier attempt may have stored the record: a record is
+		// never both stored and parked.
+		n, changed, rerr := b.resolve(ctx, w.g, st, p, true, w.tag, w.recs)
+		switch {
+		case rerr != nil:
+			return 0, rerr
+		case n > 0 || changed:
+			// Stored by an earlier attempt, or another writer moved the
+			// bucket on: write it again where it now goes.
+			w.out.Stored += n
+			w.recs = w.recs[n:]
+			w.suspect = max(w.suspect-n, 0)
+			w.p, w.doubt = nil, false
+			return 0, nil
 		}
 	}
 	switch class {

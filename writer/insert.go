@@ -30,36 +30,49 @@ type Refused struct {
 // error means the flush deadline passed with documents still unwritten.
 //
 // limit, when above 0, caps the documents per insert: the search for
-// unstorable content goes on where an earlier attempt left it. The limit
-// returned is where the search stood when an error ended it (0 if none).
-func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int) ([]Refused, int, error) {
+// unstorable content goes on where an earlier attempt left it.
+func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int) (Inserted, error) {
 	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit}
 	size := len(docs)
 	if limit > 0 {
 		size = limit
 	}
-	var refused []Refused
+	var out Inserted
 	for from := 0; from < len(docs); from += size {
 		pending := make([]int, 0, size)
 		for i := from; i < min(from+size, len(docs)); i++ {
 			pending = append(pending, i)
 		}
 		more, err := ins.insert(ctx, pending)
-		refused = append(refused, more...)
+		out.Refused = append(out.Refused, more...)
 		if err != nil {
-			return refused, ins.limit, err
+			out.Limit, out.Existed = ins.limit, ins.existed
+			return out, err
 		}
 	}
-	return refused, 0, nil
+	out.Existed = ins.existed
+	return out, nil
+}
+
+// Inserted is what InsertAll did.
+type Inserted struct {
+	Refused []Refused
+	// Limit is where the search for unstorable content stood when an
+	// error ended it (0 if none).
+	Limit int
+	// Existed counts the documents found stored already after an insert
+	// failed: stored by an earlier attempt, or by the failed insert itself.
+	Existed int
 }
 
 // inserter is one InsertAll; limit is the smallest split it has made.
 type inserter struct {
-	store Store
-	coll  string
-	docs  []Doc
-	retry Retry
-	limit int
+	store   Store
+	coll    string
+	docs    []Doc
+	retry   Retry
+	limit   int
+	existed int
 }
 
 func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, error) {
@@ -88,21 +101,29 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		} else if Classify(err) == Poison && len(pending) == 1 {
 			poison[pending[0]] = err.Error()
 		}
-		suspect := false
+		suspect, answers := false, false
 		if Classify(err) == Transient && mongo.IsNetworkError(err) {
-			netErrs++
-			// Once a search is under way, the content around it is suspect
-			// from the first dropped connection.
-			suspect = (netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && store.Ping(ctx) == nil
+			if len(pending) == 1 {
+				// One document alone: suspected only on the evidence of
+				// Dropped (and then only if not stored, below).
+				suspect = Dropped(ctx, store, coll, len(docs[pending[0]].Raw), &netErrs)
+				answers = netErrs > 0
+			} else {
+				// Once a search is under way, the content around it is
+				// suspect from the first dropped connection.
+				netErrs++
+				suspect = (netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && store.Ping(ctx) == nil
+			}
 		}
 		stored, ferr := existing(ctx, store, coll, docs, pending)
 		if ferr != nil {
-			err, suspect = ferr, false
+			err, suspect, answers = ferr, false, false
 		}
 		next := pending[:0:0]
 		for _, p := range pending {
 			switch {
 			case stored[p]:
+				ins.existed++
 			case poison[p] != "":
 				refused = append(refused, Refused{Index: p, Reason: "refused by MongoDB: " + poison[p]})
 			default:
@@ -121,7 +142,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 			if len(pending) == 1 {
 				reason := "refused by MongoDB: " + err.Error()
 				if suspect {
-					reason = fmt.Sprintf("refused by MongoDB: the server closed the connection on this write %d times while answering otherwise: %v", netErrs, err)
+					reason = fmt.Sprintf("refused by MongoDB: the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %v", netErrs, err)
 				}
 				return append(refused, Refused{Index: pending[0], Reason: reason}), nil
 			}
@@ -138,6 +159,9 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 				}
 			}
 			return refused, nil
+		}
+		if answers {
+			continue // the server answers: repeat at once
 		}
 		waits++
 		if werr := retry.Wait(ctx, waits); werr != nil {
@@ -173,3 +197,18 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 }
 
 var idProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
+
+// Existing counts the documents of coll whose _id is one of ids.
+func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Value, retry Retry) (int, error) {
+	docs := make([]Doc, len(ids))
+	pending := make([]int, len(ids))
+	for i, id := range ids {
+		docs[i], pending[i] = Doc{ID: id}, i
+	}
+	var stored map[int]bool
+	err := retry.Do(ctx, func() (err error) {
+		stored, err = existing(ctx, store, coll, docs, pending)
+		return err
+	})
+	return len(stored), err
+}

@@ -90,6 +90,13 @@ type kv struct {
 // body's field order.
 func record(t *testing.T, ts time.Time, body ...kv) []byte {
 	t.Helper()
+	return recordAt(t, eventTime(ts), body...)
+}
+
+// recordAt is record with the time given as any value msgpack encodes (an
+// integer or float time as the forward protocol allows, or a wrong one).
+func recordAt(t *testing.T, ts any, body ...kv) []byte {
+	t.Helper()
 	var buf bytes.Buffer
 	enc := msgpack.NewEncoder(&buf)
 	must := func(err error) {
@@ -99,7 +106,7 @@ func record(t *testing.T, ts time.Time, body ...kv) []byte {
 	}
 	must(enc.EncodeArrayLen(2))
 	must(enc.EncodeArrayLen(2))
-	must(enc.Encode(eventTime(ts)))
+	must(enc.Encode(ts))
 	must(enc.EncodeMapLen(0))
 	must(enc.EncodeMapLen(len(body)))
 	for _, f := range body {

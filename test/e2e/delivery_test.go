@@ -125,9 +125,9 @@ func TestDeliveryResendAfterRestart(t *testing.T) {
 	}
 }
 
-// Within one process: chunk B, then 300 one-record chunks of 1 KB into the
-// same group (the buckets roll over several times), then B again: B is
-// stored once. What the process remembers is bounded; the server is not.
+// Chunk B, then 300 one-record chunks of 1 KB into the same group (the
+// buckets roll over several times), then B again after a restart: B is
+// stored once. What a process remembers is gone; the server is not.
 func TestDeliveryResendAfterTraffic(t *testing.T) {
 	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
@@ -135,7 +135,8 @@ func TestDeliveryResendAfterTraffic(t *testing.T) {
 			dir := t.TempDir()
 			at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
 			b := chunkFile(t, dir, "b", idRecord(t, at, "B", 100))
-			e.init("a", e.modeProps(mode, "bucket_max_bytes", "64K"))
+			props := e.modeProps(mode, "bucket_max_bytes", "64K")
+			e.init("a", props)
 			e.mustFlush("a", "app", b)
 			ids := []string{"B"}
 			for i := 0; i < 300; i++ {
@@ -143,6 +144,9 @@ func TestDeliveryResendAfterTraffic(t *testing.T) {
 				ids = append(ids, id)
 				e.mustFlush("a", "app", chunkFile(t, dir, id, idRecord(t, at.Add(time.Duration(i+1)*100*time.Millisecond), id, 1024)))
 			}
+			e.exit("a")
+			e.restartHost()
+			e.init("a", props)
 			e.mustFlush("a", "app", b)
 			e.exit("a")
 			count, seqs := e.storedIDs("logs")
@@ -151,6 +155,32 @@ func TestDeliveryResendAfterTraffic(t *testing.T) {
 				t.Errorf("the traffic filled only %d buckets; the case needs several", seqs["r299"]+1)
 			}
 		})
+	}
+}
+
+// Within one process: chunk B's write applies but its reply is lost and
+// the server goes away, so B is answered Retry; then 300 one-record chunks
+// roll the group's buckets over several times; B's resend is stored once.
+func TestDeliveryResendAfterRetryAndTraffic(t *testing.T) {
+	e := newDBEnv(t)
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	b := idRecord(t, at, "B", 100)
+	opt := sinkOptions(1000, 64<<10)
+	fs := &faultStore{Store: e.store(), failAt: 1, err: errTimeout, apply: true, down: true}
+	s := e.newSink(opt, fs, fs.retry())
+	flushSink(t, s, "app", b, sink.Retry)
+	fs.heal()
+	ids := []string{"B"}
+	for i := 0; i < 300; i++ {
+		id := fmt.Sprintf("r%03d", i)
+		ids = append(ids, id)
+		flushSink(t, s, "app", idRecord(t, at.Add(time.Duration(i+1)*100*time.Millisecond), id, 1024), sink.Done)
+	}
+	flushSink(t, s, "app", b, sink.Done)
+	count, seqs := e.storedIDs("logs")
+	checkOnce(t, count, ids...)
+	if seqs["r299"] < 3 {
+		t.Errorf("the traffic filled only %d buckets; the case needs several", seqs["r299"]+1)
 	}
 }
 
@@ -164,9 +194,10 @@ func (e *env) restartHost() {
 	e.host = startHost(e.t)
 }
 
-// The same chunk flushed twice at once by one instance (Fluent Bit does not
-// do so; were it to) is stored once: the second flush looks up what the
-// first stored only once the first has finished.
+// The same chunk flushed twice at once by one instance, both answered
+// Done (two workers given identical chunks): stored twice, each copy whole.
+// The flushes of one content take their turns, so the second writes the
+// next generation instead of racing the first.
 func TestDeliverySameChunkAtOnce(t *testing.T) {
 	e := newDBEnv(t)
 	chunk, _ := appSlice(t, 500)
@@ -177,11 +208,12 @@ func TestDeliverySameChunkAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if res := s.Flush(t.Context(), "app.log", chunk); res.Status != sink.Done {
-				t.Errorf("flush: %v (%v)", res.Status, res.Err)
+			if res := s.Flush(t.Context(), "app.log", chunk); res.Status != sink.Done || res.Stored != 500 {
+				t.Errorf("flush: %v (%v), %d stored", res.Status, res.Err, res.Stored)
 			}
 		}()
 	}
 	wg.Wait()
-	sameEntries(t, checkBuckets(t, e.all("logs"), lim), decodeFixture(t, chunk, parser.Options{}))
+	want := decodeFixture(t, chunk, parser.Options{})
+	sameEntries(t, checkBuckets(t, e.all("logs"), lim), append(want, want...))
 }

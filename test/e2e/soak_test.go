@@ -20,13 +20,33 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 )
 
-// cutter is a TCP proxy that can cut every connection through it.
+// cutter is a TCP proxy that can cut every connection through it, and
+// refuse new ones while blocked.
 type cutter struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
+	ln      net.Listener
+	target  string
+	mu      sync.Mutex
+	conns   map[net.Conn]bool
+	blocked bool
 }
+
+// block cuts every connection and refuses new ones until unblock: to the
+// plugin, the server is gone.
+func (c *cutter) block() {
+	c.mu.Lock()
+	c.blocked = true
+	c.mu.Unlock()
+	c.cut()
+}
+
+func (c *cutter) unblock() {
+	c.mu.Lock()
+	c.blocked = false
+	c.mu.Unlock()
+}
+
+// uri is the connection string of the server through the proxy.
+func (c *cutter) uri() string { return "mongodb://" + c.ln.Addr().String() + "/" }
 
 func newCutter(t *testing.T, target string) *cutter {
 	t.Helper()
@@ -51,6 +71,13 @@ func (c *cutter) accept() {
 }
 
 func (c *cutter) pipe(in net.Conn) {
+	c.mu.Lock()
+	blocked := c.blocked
+	c.mu.Unlock()
+	if blocked {
+		in.Close()
+		return
+	}
 	out, err := net.DialTimeout("tcp", c.target, 5*time.Second)
 	if err != nil {
 		in.Close()

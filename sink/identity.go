@@ -1,0 +1,155 @@
+package sink
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+)
+
+// A chunk's content is its tag and bytes. Fluent Bit resends a chunk's
+// identical bytes after FLB_RETRY and never resends one answered FLB_OK, but
+// two different chunks can hold identical bytes (a line repeated within the
+// resolution of its time). So what a flush stores is named by the content
+// and its occurrence, the generation: the n-th time this process answers
+// FLB_OK for a content, it has stored generation n-1, and the next flush of
+// that content writes generation n. A flush of a content whose last answer
+// was FLB_RETRY is that generation's resend: it completes what the earlier
+// attempts stored. A content this process does not know (the first of it
+// since the start) is a resend of whatever an earlier process stored of it:
+// the newest generation found in MongoDB, or generation 0 when none is.
+
+// ChunkID names a chunk's content: a hash of its tag and bytes, 24 hex
+// digits.
+func ChunkID(tag string, chunk []byte) string {
+	h := sha256.New()
+	h.Write([]byte(tag))
+	h.Write([]byte{0})
+	h.Write(chunk)
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// GenID names generation gen of the content id: id itself for generation 0,
+// a hash of both after it. Bucket op tags, flat document ids and dead-letter
+// ids derive from it.
+func GenID(id string, gen int) string {
+	if gen == 0 {
+		return id
+	}
+	h := sha256.Sum256([]byte(id + "#" + strconv.Itoa(gen)))
+	return hex.EncodeToString(h[:12])
+}
+
+// maxContents bounds the contents remembered. A chunk identical to one
+// acknowledged carries the same record times, and a new chunk is made of
+// records read now, so the contents that can still come again are those
+// with the newest record times: when full, the quarter with the oldest are
+// forgotten. A forgotten content counts as one this process does not know.
+const maxContents = 1 << 15
+
+// occurrence is what this process knows of one content.
+type occurrence struct {
+	gen     int  // the generation its next flush writes
+	retried bool // the last flush of gen ended in Retry: the next is its resend
+	// probing: gen was reached by looking for the newest generation stored,
+	// a look that is not finished.
+	probing bool
+	newest  int64 // the newest record time, in ms: the order of forgetting
+}
+
+// contents remembers occurrences by content id, at most max of them.
+type contents struct {
+	mu  sync.Mutex
+	max int
+	by  map[string]occurrence
+}
+
+func newContents(max int) *contents { return &contents{max: max, by: map[string]occurrence{}} }
+
+// get returns what is known of content id; ok is false for a content not
+// known.
+func (c *contents) get(id string) (occurrence, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	o, ok := c.by[id]
+	return o, ok
+}
+
+// put records what the last flush of content id learnt.
+func (c *contents) put(id string, o occurrence) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.by[id]; !ok && len(c.by) >= c.max {
+		c.forgetOldest()
+	}
+	c.by[id] = o
+}
+
+// forgetOldest drops the quarter of the contents with the oldest record
+// times. Called with c.mu held.
+func (c *contents) forgetOldest() {
+	times := make([]int64, 0, len(c.by))
+	for _, o := range c.by {
+		times = append(times, o.newest)
+	}
+	slices.Sort(times)
+	cut := times[len(times)/4]
+	for id, o := range c.by {
+		if o.newest <= cut {
+			delete(c.by, id)
+		}
+	}
+}
+
+func (c *contents) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.by)
+}
+
+// newestTime is the newest record time of a batch, in ms.
+func newestTime(b *parser.Batch) int64 {
+	n := int64(math.MinInt64)
+	for i := range b.Records {
+		n = max(n, b.Records[i].Time.UnixMilli())
+	}
+	for i := range b.Bad {
+		if !b.Bad[i].Time.IsZero() {
+			n = max(n, b.Bad[i].Time.UnixMilli())
+		}
+	}
+	return n
+}
+
+// chunkLock serialises the flushes of one content.
+type chunkLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lockChunk waits until no other flush of content id runs and returns the
+// unlock. Identical chunks flushed at once (by several workers, or a new
+// one while an earlier one is retried) take their generations in turn.
+func (s *Sink) lockChunk(id string) (unlock func()) {
+	s.mu.Lock()
+	l := s.flushing[id]
+	if l == nil {
+		l = &chunkLock{}
+		s.flushing[id] = l
+	}
+	l.users++
+	s.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.flushing, id)
+		}
+		s.mu.Unlock()
+	}
+}

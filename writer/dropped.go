@@ -1,0 +1,63 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+)
+
+// dropsToPark is how many times in a row a record written alone must lose
+// its connection, the server answering a command as large right after each
+// time, before it counts as content the server drops connections on (some
+// MongoDB-compatible servers do so on values they do not support; MongoDB
+// never does). A flaky network loses the control command as readily as the
+// write: where it loses any one command with a chance p, a healthy record
+// meets this evidence with a chance of (p(1-p))^8, at most 1 in 65536.
+const dropsToPark = 8
+
+// maxControl bounds the control command's size: far below the 16 MiB a
+// command may take, and enough to stand for any record.
+const maxControl = 4 << 20
+
+// Dropped is called after a write of size bytes of one record lost its
+// connection. It sends a command as large, a find whose filter holds size
+// random bytes, and reports whether the evidence is complete: drops, the
+// losses in a row each followed by an answered control, has reached
+// dropsToPark. A control that gets no answer resets drops to 0: the server
+// or the network is failing, not the record.
+func Dropped(ctx context.Context, store Store, coll string, size int, drops *int) bool {
+	if ctx.Err() != nil || !answered(control(ctx, store, coll, size)) {
+		*drops = 0
+		return false
+	}
+	*drops++
+	return *drops >= dropsToPark
+}
+
+// control sends a find for an _id of size random bytes, which matches
+// nothing.
+func control(ctx context.Context, store Store, coll string, size int) error {
+	pad := make([]byte, min(max(size, 16), maxControl))
+	for i := 0; i < len(pad); i += 8 {
+		v := rand.Uint64()
+		for j := 0; j < 8 && i+j < len(pad); j++ {
+			pad[i+j] = byte(v >> (8 * j))
+		}
+	}
+	in := bsoncore.NewArrayBuilder().AppendBinary(0, pad).Build()
+	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
+		bsoncore.NewDocumentBuilder().AppendArray("$in", in).Build()).Build()
+	_, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: idProjection, Limit: 1})
+	return err
+}
+
+// answered reports whether err, the outcome of a command, came from the
+// server: nil, or an error the server sent.
+func answered(err error) bool {
+	return err == nil || !(mongo.IsNetworkError(err) || mongo.IsTimeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+}
