@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -207,7 +208,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		res.Parked = 0
 		occ.retried, occ.probing = true, probe
 		s.contents.put(content, occ)
-		s.remember(f.id, &memo{parked: f.parked, limits: f.limits})
+		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops})
 		res.Status, res.Err = Retry, err
 		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
 		return res
@@ -225,7 +226,7 @@ func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string
 	if gen > 0 && s.opt.Mode == ModeFlat {
 		s.reid(batch, id)
 	}
-	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}}
+	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{}}
 	var err error
 	if s.opt.Mode == ModeFlat {
 		err = s.writeFlat(ctx, f, res)
@@ -245,17 +246,20 @@ type flush struct {
 	prev    *memo
 	parked  []writer.Parked
 	limits  map[string]int // see memo
+	drops   map[int]int    // see memo
 	// found: some of the records were stored by an earlier attempt (in
 	// this process or an earlier one).
 	found bool
 }
 
 // memo is what an unfinished flush of a chunk learnt: the records it found
-// unstorable, and where the search for them stood (the write size it had
-// come down to, by collection and group id).
+// unstorable, where the search for them stood (the write size it had come
+// down to, by collection and group id), and the connections a record
+// written alone had lost in a row (by record index; see writer.Dropped).
 type memo struct {
 	parked []writer.Parked
 	limits map[string]int
+	drops  map[int]int
 	known  map[int]string // parked by record index
 }
 
@@ -320,7 +324,7 @@ func (s *Sink) remember(id string, m *memo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unfinished.drop(id)
-	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0) {
+	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0 && len(m.drops) == 0) {
 		return
 	}
 	m.known = map[int]string{}
@@ -452,7 +456,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 			f.found = len(stored) > 0
 			for _, g := range groups {
 				if todo := f.pending(g.Records, stored); len(todo) > 0 {
-					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)]})
+					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)], Drops: f.prev.drops})
 				}
 			}
 			return jobs
@@ -466,6 +470,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		if o.Limit > 0 {
 			f.limits[groupKey(jobs[i].Group)] = o.Limit
 		}
+		maps.Copy(f.drops, o.Drops)
 	}
 	return err
 }
@@ -652,10 +657,19 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 			s.expire(r)
 			docs[j] = writer.Doc{ID: r.Doc.Lookup("_id"), Raw: bson.Raw(r.Doc)}
 		}
-		ins, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll])
+		drops := map[int]int{} // by index in docs
+		for j, r := range recs {
+			if d := f.prev.drops[r.Index]; d > 0 {
+				drops[j] = d
+			}
+		}
+		ins, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll], drops)
 		refused := ins.Refused
 		if ins.Limit > 0 {
 			f.limits[coll] = ins.Limit
+		}
+		for j, d := range ins.Drops {
+			f.drops[recs[j].Index] = d
 		}
 		f.found = f.found || ins.Existed > 0
 		for _, r := range refused {
@@ -720,7 +734,7 @@ func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 	for i, l := range letters {
 		docs[i] = s.deadLetter(f, l, now, maxParkedRaw, "")
 	}
-	ins, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry, 0)
+	ins, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry, 0, nil)
 	if err != nil {
 		return fmt.Errorf("parking %d records: %w", len(letters), err)
 	}
@@ -730,7 +744,7 @@ func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 		for i, r := range refused {
 			reduced[i] = s.deadLetter(f, letters[r.Index], now, reducedRaw, r.Reason)
 		}
-		again, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, reduced, s.retry, 0)
+		again, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, reduced, s.retry, 0, nil)
 		if err != nil {
 			return fmt.Errorf("parking %d reduced records: %w", len(reduced), err)
 		}

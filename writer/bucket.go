@@ -145,6 +145,9 @@ type Outcome struct {
 	Poison  []Parked
 	Limit   int
 	Created int // buckets created (writes into a bucket of no entries)
+	// Drops, when the write of one record was losing its connection as
+	// the flush ended, holds its count by record index (see Job.Drops).
+	Drops map[int]int
 }
 
 // part is one write: n records into bucket seq, which holds count entries.
@@ -304,10 +307,13 @@ const suspectAfter = 2
 
 // Job is the records of one group to write, in chunk order. Limit, when
 // above 0, caps the records per write (an earlier attempt's Outcome.Limit).
+// Drops holds, by record index, the connections a record written alone
+// lost in a row in earlier attempts (an earlier attempt's Outcome.Drops).
 type Job struct {
 	Group *bucketer.Group
 	Recs  []*parser.Record
 	Limit int
+	Drops map[int]int
 }
 
 // Write stores the records of a chunk's groups and returns, per job,
@@ -506,17 +512,23 @@ type groupWrite struct {
 	doubt                         bool
 	alone                         bool // send the next write in a command of its own
 	attempt, netErrs, unexplained int
-	err                           error // the last error of the write
-	stmt                          Upsert
-	buf                           *[]byte           // holds stmt.Update
-	size                          int               // the bytes the write adds
-	vals                          []bucketer.Values // the keep_values values it adds
-	out                           Outcome
+	// lone counts the connections the write of one record has lost in a
+	// row, each followed by an answered control (see Dropped); drops are
+	// earlier attempts' counts, by record index.
+	lone  int
+	drops map[int]int
+	err   error // the last error of the write
+	stmt  Upsert
+	buf   *[]byte           // holds stmt.Update
+	size  int               // the bytes the write adds
+	vals  []bucketer.Values // the keep_values values it adds
+	out   Outcome
 }
 
 func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
 	w := &groupWrite{b: b, g: j.Group, st: st, recs: j.Recs, tag: ChunkTag(chunkID),
-		header: b.header(j.Group), extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160, limit: j.Limit}
+		header: b.header(j.Group), extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160, limit: j.Limit,
+		drops: j.Drops}
 	if j.Limit > 0 {
 		w.suspect = len(j.Recs)
 	}
@@ -535,6 +547,9 @@ func (w *groupWrite) outcome() Outcome {
 	out := w.out
 	if w.suspect > 0 {
 		out.Limit = w.limit
+	}
+	if w.p != nil && w.p.n == 1 && w.lone > 0 {
+		out.Drops = map[int]int{w.recs[0].Index: w.lone}
 	}
 	return out
 }
@@ -568,7 +583,10 @@ func (w *groupWrite) plan() bool {
 				continue
 			}
 			w.p = &part{seq: st.seq, count: st.count, n: k}
-			w.attempt, w.netErrs = 0, 0
+			w.attempt, w.netErrs, w.lone = 0, 0, 0
+			if k == 1 {
+				w.lone = w.drops[w.recs[0].Index]
+			}
 		}
 		batch := w.recs[:w.p.n]
 		sum := b.grouper.Summarize(batch)
@@ -615,15 +633,15 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 		// One record alone: parked only on the evidence of Dropped, and
 		// only if it is not stored already.
 		w.doubt = true
-		if !Dropped(ctx, b.store, b.collection(w.g), size, &w.netErrs) {
-			if w.netErrs > 0 {
+		if !Dropped(ctx, b.store, b.collection(w.g), size, &w.lone) {
+			if w.lone > 0 && ctx.Err() == nil {
 				return 0, nil // the server answers: repeat at once
 			}
 			w.attempt++
 			return w.attempt, nil
 		}
 		class = Poison
-		err = fmt.Errorf("the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %w", w.netErrs, err)
+		err = fmt.Errorf("the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %w", w.lone, err)
 	}
 	if class == Poison && p.n == 1 && w.doubt {
 		// An earlier attempt may have stored the record: a record is

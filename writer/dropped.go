@@ -28,9 +28,17 @@ const maxControl = 4 << 20
 // random bytes, and reports whether the evidence is complete: drops, the
 // losses in a row each followed by an answered control, has reached
 // dropsToPark. A control that gets no answer resets drops to 0: the server
-// or the network is failing, not the record.
+// or the network is failing, not the record. When the flush's deadline
+// ends the count, it stands for the chunk's next attempt.
 func Dropped(ctx context.Context, store Store, coll string, size int, drops *int) bool {
-	if ctx.Err() != nil || !answered(control(ctx, store, coll, size)) {
+	if ctx.Err() != nil {
+		return false
+	}
+	err := control(ctx, store, coll, size)
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case !answered(err):
 		*drops = 0
 		return false
 	}

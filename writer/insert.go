@@ -30,9 +30,11 @@ type Refused struct {
 // error means the flush deadline passed with documents still unwritten.
 //
 // limit, when above 0, caps the documents per insert: the search for
-// unstorable content goes on where an earlier attempt left it.
-func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int) (Inserted, error) {
-	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit}
+// unstorable content goes on where an earlier attempt left it. drops holds,
+// by index in docs, the connections a document inserted alone lost in a
+// row in earlier attempts (an earlier Inserted.Drops).
+func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int, drops map[int]int) (Inserted, error) {
+	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, drops: drops}
 	size := len(docs)
 	if limit > 0 {
 		size = limit
@@ -46,7 +48,7 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 		more, err := ins.insert(ctx, pending)
 		out.Refused = append(out.Refused, more...)
 		if err != nil {
-			out.Limit, out.Existed = ins.limit, ins.existed
+			out.Limit, out.Existed, out.Drops = ins.limit, ins.existed, ins.lost
 			return out, err
 		}
 	}
@@ -63,6 +65,9 @@ type Inserted struct {
 	// Existed counts the documents found stored already after an insert
 	// failed: stored by an earlier attempt, or by the failed insert itself.
 	Existed int
+	// Drops, when a document inserted alone was losing its connection as
+	// an error ended InsertAll, holds its count by index in docs.
+	Drops map[int]int
 }
 
 // inserter is one InsertAll; limit is the smallest split it has made.
@@ -73,12 +78,22 @@ type inserter struct {
 	retry   Retry
 	limit   int
 	existed int
+	drops   map[int]int // given
+	lost    map[int]int // to give back
 }
 
 func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, error) {
 	store, coll, docs, retry := ins.store, ins.coll, ins.docs, ins.retry
 	var refused []Refused
 	netErrs, waits := 0, 0
+	if len(pending) == 1 {
+		netErrs = ins.drops[pending[0]]
+	}
+	defer func() {
+		if len(pending) == 1 && netErrs > 0 {
+			ins.lost = map[int]int{pending[0]: netErrs}
+		}
+	}()
 	for len(pending) > 0 {
 		batch := make([]bson.Raw, len(pending))
 		for i, p := range pending {
@@ -107,7 +122,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 				// One document alone: suspected only on the evidence of
 				// Dropped (and then only if not stored, below).
 				suspect = Dropped(ctx, store, coll, len(docs[pending[0]].Raw), &netErrs)
-				answers = netErrs > 0
+				answers = netErrs > 0 && ctx.Err() == nil
 			} else {
 				// Once a search is under way, the content around it is
 				// suspect from the first dropped connection.

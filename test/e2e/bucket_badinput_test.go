@@ -38,10 +38,11 @@ func TestBucketBadInput(t *testing.T) {
 		rec(5, kv{"msg", "last"}),
 	})
 	e := newEnv(t)
-	e.init("a", e.props())
+	pm := e.props()
+	e.init("a", pm)
 	path := writeFile(t, "bad.msgpack", chunk)
 	e.mustFlush("a", "app.log", path)
-	e.mustFlush("a", "app.log", path) // resent: still once
+	e.resendInNewProcess("a", pm, "app.log", path) // still once
 
 	// A chunk cut in the middle of its third record.
 	good := join([][]byte{rec(10, kv{"msg", "before"}), rec(11, kv{"msg", "before"})})

@@ -81,10 +81,10 @@ func TestBucketEveryFixtureExactlyOnce(t *testing.T) {
 				} else if s.types != "" {
 					props = append(append([]string(nil), m.props...), "types", s.types)
 				}
-				e.init("a", e.props(props...))
-				for i := 0; i < 2; i++ { // the second flush must add nothing
-					e.mustFlush("a", "app.log", file)
-				}
+				pm := e.props(props...)
+				e.init("a", pm)
+				e.mustFlush("a", "app.log", file)
+				e.resendInNewProcess("a", pm, "app.log", file) // must add nothing
 				e.exit("a")
 				if m.name == "flat" {
 					checkFlat(t, e.all("logs"), want, "app.log")
@@ -123,9 +123,10 @@ func TestBucketAppGroupings(t *testing.T) {
 			e := newEnv(t)
 			chunk := join(recs[:c.recs])
 			path := writeFile(t, "chunk.msgpack", chunk)
-			e.init("a", e.props(append([]string{"stats", "cost", "count_by", "level"}, c.props...)...))
+			pm := e.props(append([]string{"stats", "cost", "count_by", "level"}, c.props...)...)
+			e.init("a", pm)
 			e.mustFlush("a", "app.log", path)
-			e.mustFlush("a", "app.log", path)
+			e.resendInNewProcess("a", pm, "app.log", path) // must add nothing
 			e.exit("a")
 			docs := e.all("logs")
 			entries := checkBuckets(t, docs, c.lim)

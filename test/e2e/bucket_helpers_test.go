@@ -237,6 +237,9 @@ type faultStore struct {
 	// before, when set, runs just before the failAt-th write is sent
 	// (another writer acting in between); it does not fail the call.
 	before func()
+	// findEvery, above 0, makes every findEvery-th Find (and Ping) lose
+	// its connection: a flaky network.
+	findEvery, finds int
 	// widest is the most statements one Upserts command held.
 	widest int
 }
@@ -297,6 +300,9 @@ func (f *faultStore) Find(ctx context.Context, coll string, filter bson.Raw, q w
 	if err := f.outage(); err != nil {
 		return nil, err
 	}
+	if err := f.flaky(); err != nil {
+		return nil, err
+	}
 	return f.Store.Find(ctx, coll, filter, q)
 }
 
@@ -305,7 +311,23 @@ func (f *faultStore) Ping(ctx context.Context) error {
 	if err := f.outage(); err != nil {
 		return err
 	}
+	if err := f.flaky(); err != nil {
+		return err
+	}
 	return f.Store.Ping(ctx)
+}
+
+// flaky fails every findEvery-th read.
+func (f *faultStore) flaky() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.findEvery == 0 {
+		return nil
+	}
+	if f.finds++; f.finds%f.findEvery == 0 {
+		return errNetwork
+	}
+	return nil
 }
 
 func (f *faultStore) outage() error {

@@ -184,6 +184,19 @@ func TestDeliveryResendAfterRetryAndTraffic(t *testing.T) {
 	}
 }
 
+// resendInNewProcess sends file again as Fluent Bit resends a chunk it
+// was answered FLB_OK for: never in the same process (where the same bytes
+// are a new chunk), but after a stop with filesystem storage, when the
+// acknowledgement may not have been kept. Instance id exits, the agent
+// restarts and id is initialised with props again before the flush.
+func (e *env) resendInNewProcess(id string, props map[string]string, tag, file string) {
+	e.t.Helper()
+	e.exit(id)
+	e.restartHost()
+	e.init(id, props)
+	e.mustFlush(id, tag, file)
+}
+
 // restartHost stops the plugin's host process and starts a new one: an
 // agent restart, with nothing of the old process left.
 func (e *env) restartHost() {
