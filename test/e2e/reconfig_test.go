@@ -30,7 +30,7 @@ var reconfigs = []struct {
 	{"time_key", "time", true, false},
 	{"exclude_fields", "cost", true, false},
 	{"include_fields", "id,msg", true, false},
-	{"types", "cost:integer", true, false},
+	{"types", "cost:int", true, false},
 	{"key_replace_dot", "-", true, false},
 	{"keep_metadata", "on", true, false},
 	{"parser", "json", true, false},
@@ -46,7 +46,8 @@ var reconfigs = []struct {
 }
 
 func TestDeliveryResendAfterConfigChange(t *testing.T) {
-	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	// At 10:30, so that a window of 1h starts elsewhere than one of 1m.
+	at := time.Date(2025, 6, 1, 10, 30, 0, 0, time.UTC)
 	var recs [][]byte
 	for i, id := range []string{"A", "B", "C", "D", "E"} {
 		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Second), kv{"id", id}, kv{"msg", "m"},
