@@ -203,9 +203,11 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		}
 		occ.gen++
 	}
-	s.account(batch, &res, err)
 	if err != nil {
 		res.Parked = 0
+	}
+	s.account(batch, &res, err)
+	if err != nil {
 		occ.retried, occ.probing = true, probe
 		s.contents.put(content, occ)
 		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops})
