@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,7 +209,10 @@ func TestExitWaitsForFlushInFlight(t *testing.T) {
 func TestExitWithStuckFlush(t *testing.T) {
 	entered := make(chan struct{})
 	var once sync.Once
+	var active atomic.Int32 // store calls in flight
 	store := &fakeStore{hook: func(ctx context.Context) error {
+		active.Add(1)
+		defer active.Add(-1)
 		once.Do(func() { close(entered) })
 		<-ctx.Done()
 		return ctx.Err()
@@ -222,13 +226,18 @@ func TestExitWithStuckFlush(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Exit took %v", d)
 	}
+	if n := active.Load(); n != 0 {
+		t.Errorf("Exit returned with %d store calls of the flush in flight", n)
+	}
+	// The flush has returned by now; its result reaches the channel just
+	// after.
 	select {
 	case got := <-result:
 		if got != sink.Retry {
 			t.Errorf("stuck flush = %v, want retry", got)
 		}
-	default:
-		t.Error("Exit returned before the flush in flight")
+	case <-time.After(10 * time.Second):
+		t.Error("the flush in flight did not end")
 	}
 }
 

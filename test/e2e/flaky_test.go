@@ -19,10 +19,13 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 )
 
-// flatSinkOptions are sinkOptions in flat mode.
-func flatSinkOptions() sink.Options {
-	opt := sinkOptions(1000, 1<<20)
-	opt.Mode = sink.ModeFlat
+// modeSinkOptions are sinkOptions of 1000 records and 64 KiB per bucket, in
+// mode (bucket or flat).
+func modeSinkOptions(mode string) sink.Options {
+	opt := sinkOptions(1000, 64<<10)
+	if mode == "flat" {
+		opt.Mode = sink.ModeFlat
+	}
 	return opt
 }
 
@@ -33,10 +36,7 @@ func TestFaultsLoneRecordStoredThenDropped(t *testing.T) {
 	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
 			e := newDBEnv(t)
-			opt := sinkOptions(1000, 64<<10)
-			if mode == "flat" {
-				opt = flatSinkOptions()
-			}
+			opt := modeSinkOptions(mode)
 			fs := &faultStore{Store: e.store(), failAt: 1, err: errNetwork, apply: true, times: 50}
 			s := e.newSink(opt, fs, fastRetry)
 			res := flushSink(t, s, "app", idRecord(t, time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC), "R", 100), sink.Done)
@@ -59,10 +59,7 @@ func TestFaultsLoneRecordOnAFlakyNetwork(t *testing.T) {
 	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
 			e := newDBEnv(t)
-			opt := sinkOptions(1000, 64<<10)
-			if mode == "flat" {
-				opt = flatSinkOptions()
-			}
+			opt := modeSinkOptions(mode)
 			opt.FlushTimeout = 2 * time.Second
 			fs := &faultStore{Store: e.store(), failAt: 1, err: errNetwork, times: 1 << 30, findEvery: 3}
 			s := e.newSink(opt, fs, fastRetry)
