@@ -443,10 +443,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		if err := s.prepare(ctx, coll); err != nil {
 			return err
 		}
-		for _, g := range s.opt.Grouper.Group(f.tag, parts[i]) {
-			g.Collection = coll
-			groups = append(groups, g)
-		}
+		groups = append(groups, s.groupsIn(coll, f.tag, parts[i])...)
 	}
 	res.Groups = len(groups)
 	// Stored is read under the groups' locks (see Buckets.Write): the
@@ -475,6 +472,15 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		maps.Copy(f.drops, o.Drops)
 	}
 	return err
+}
+
+// groupsIn groups the records of tag that go to collection coll.
+func (s *Sink) groupsIn(coll, tag string, recs []parser.Record) []*bucketer.Group {
+	groups := s.opt.Grouper.Group(tag, recs)
+	for _, g := range groups {
+		g.Collection = coll
+	}
+	return groups
 }
 
 // groupKey names a group in memo.limits.
@@ -597,12 +603,7 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 			}
 			continue
 		}
-		var groups []*bucketer.Group
-		for _, g := range s.opt.Grouper.Group(tag, parts[i]) {
-			g.Collection = coll
-			groups = append(groups, g)
-		}
-		stored, err := s.buckets.Stored(ctx, id, groups)
+		stored, err := s.buckets.Stored(ctx, id, s.groupsIn(coll, tag, parts[i]))
 		if err != nil || len(stored) > 0 {
 			return len(stored) > 0, err
 		}
@@ -612,13 +613,11 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
 	var docs []bson.Raw
 	err := s.retry.Do(ctx, func() (err error) {
-		docs, err = s.store.Find(ctx, s.opt.DeadLetter, filter, writer.Query{Projection: idOnly, Limit: 1})
+		docs, err = s.store.Find(ctx, s.opt.DeadLetter, filter, writer.Query{Projection: writer.IDProjection, Limit: 1})
 		return err
 	})
 	return len(docs) > 0, err
 }
-
-var idOnly = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
 
 // expire fills in the expireAt of a flat document, which depends on its
 // fields (ttl_rules) and its time (which the line may have set).

@@ -653,10 +653,8 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 		case n > 0 || changed:
 			// Stored by an earlier attempt, or another writer moved the
 			// bucket on: write it again where it now goes.
-			w.out.Stored += n
-			w.recs = w.recs[n:]
-			w.suspect = max(w.suspect-n, 0)
-			w.p, w.doubt = nil, false
+			w.found(n)
+			w.p = nil
 			return 0, nil
 		}
 	}
@@ -681,10 +679,8 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 		if n > 0 {
 			// An earlier attempt of this write (or of a larger one that
 			// held it) was applied.
-			w.out.Stored += n
-			w.recs = w.recs[n:]
-			w.suspect = max(w.suspect-n, 0)
-			w.doubt, w.unexplained = false, 0
+			w.found(n)
+			w.unexplained = 0
 		} else if !changed {
 			// Nothing explains the collision with the bucket as read:
 			// another unique index refuses this content.
@@ -709,6 +705,15 @@ func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backof
 		}
 	}
 	return 0, nil
+}
+
+// found takes the first n records, which resolve found stored by an
+// earlier attempt, as written; the doubt is settled.
+func (w *groupWrite) found(n int) {
+	w.out.Stored += n
+	w.recs = w.recs[n:]
+	w.suspect = max(w.suspect-n, 0)
+	w.doubt = false
 }
 
 // resolve reads the bucket a write of p missed and updates st to it; on a

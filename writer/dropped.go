@@ -59,7 +59,7 @@ func control(ctx context.Context, store Store, coll string, size int) error {
 	in := bsoncore.NewArrayBuilder().AppendBinary(0, pad).Build()
 	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
 		bsoncore.NewDocumentBuilder().AppendArray("$in", in).Build()).Build()
-	_, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: idProjection, Limit: 1})
+	_, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: IDProjection, Limit: 1})
 	return err
 }
 

@@ -194,7 +194,7 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 	}
 	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
 		bsoncore.NewDocumentBuilder().AppendArray("$in", ids.Build()).Build()).Build()
-	found, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: idProjection})
+	found, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: IDProjection})
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +211,8 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 	return stored, nil
 }
 
-var idProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
+// IDProjection returns a document's _id alone.
+var IDProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
 
 // Existing counts the documents of coll whose _id is one of ids.
 func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Value, retry Retry) (int, error) {
