@@ -40,21 +40,30 @@ func chunkFile(t *testing.T, dir, name string, recs ...[]byte) string {
 // holding it.
 func (e *env) storedIDs(coll string) (count map[string]int, seqs map[string]int) {
 	e.t.Helper()
+	return e.storedBy(coll, "id")
+}
+
+// storedBy counts the records of coll (bucket entries or flat documents)
+// by the string value of field ("" where it is missing or not a string);
+// seqs maps each value to the seq of a bucket holding it.
+func (e *env) storedBy(coll, field string) (count map[string]int, seqs map[string]int) {
+	e.t.Helper()
 	count, seqs = map[string]int{}, map[string]int{}
 	for _, d := range e.all(coll) {
 		logs, ok := d.Lookup("logs").ArrayOK()
 		if !ok { // flat
-			count[d.Lookup("id").StringValue()]++
+			v, _ := d.Lookup(field).StringValueOK()
+			count[v]++
 			continue
 		}
 		vals, err := logs.Values()
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		for _, v := range vals {
-			id := v.Document().Lookup("id").StringValue()
-			count[id]++
-			seqs[id] = int(d.Lookup("seq").AsInt64())
+		for _, en := range vals {
+			v, _ := en.Document().Lookup(field).StringValueOK()
+			count[v]++
+			seqs[v] = int(d.Lookup("seq").AsInt64())
 		}
 	}
 	return count, seqs

@@ -245,23 +245,8 @@ func TestRealFluentBitRepeatedLine(t *testing.T) {
 // documents) whose msg is msg.
 func (e *env) countEntries(coll, msg string) int {
 	e.t.Helper()
-	n := 0
-	for _, d := range e.all(coll) {
-		logs, ok := d.Lookup("logs").ArrayOK()
-		if !ok {
-			if v, ok := d.Lookup("msg").StringValueOK(); ok && v == msg {
-				n++
-			}
-			continue
-		}
-		vals, _ := logs.Values()
-		for _, v := range vals {
-			if m, ok := v.Document().Lookup("msg").StringValueOK(); ok && m == msg {
-				n++
-			}
-		}
-	}
-	return n
+	count, _ := e.storedBy(coll, "msg")
+	return count[msg]
 }
 
 // waitEntries waits up to 30 s (Flush is 0.25 s) until coll holds want
