@@ -13,8 +13,9 @@ import (
 
 // ttlIndex is what a collection has of a TTL index on one field.
 type ttlIndex struct {
-	found bool
-	after *int64 // expireAfterSeconds; nil: a plain index
+	found   bool
+	after   *int64 // expireAfterSeconds; nil: a plain index
+	missing bool   // the collection does not exist
 }
 
 // TTLAction is what start-up does about a collection's TTL index.
@@ -54,6 +55,11 @@ func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
 		return fmt.Errorf("listing the indexes of %s: %w", coll, err)
 	}
 	action, lowers := PlanTTL(idx.found, idx.after, want)
+	if action == TTLCreate && k.empty(ctx, coll, idx) {
+		// Nothing to expire at once: the index is made before the first
+		// write instead of in the background.
+		lowers = false
+	}
 	apply := func(ctx context.Context) error {
 		switch action {
 		case TTLCreate:
@@ -107,12 +113,21 @@ func expiredBy(field string, want int64, now time.Time) bson.D {
 	return bson.D{{Key: field, Value: bson.D{{Key: "$lt", Value: cutoff}}}}
 }
 
+// empty reports whether coll is known to hold no document.
+func (k *Keeper) empty(ctx context.Context, coll string, idx ttlIndex) bool {
+	if idx.missing {
+		return true
+	}
+	err := k.db.Collection(coll).FindOne(ctx, bson.D{}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	return errors.Is(err, mongo.ErrNoDocuments)
+}
+
 // ttlIndex finds the index of coll on field alone.
 func (k *Keeper) ttlIndex(ctx context.Context, coll, field string) (ttlIndex, error) {
 	cur, err := k.db.Collection(coll).Indexes().List(ctx)
 	var ce mongo.CommandError
 	if errors.As(err, &ce) && ce.HasErrorCode(26) { // NamespaceNotFound
-		return ttlIndex{}, nil
+		return ttlIndex{missing: true}, nil
 	}
 	if err != nil {
 		return ttlIndex{}, err
