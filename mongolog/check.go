@@ -4,7 +4,6 @@
 package mongolog
 
 import (
-	"errors"
 	"fmt"
 	"io"
 
@@ -17,8 +16,10 @@ const PluginName = "mongodb"
 
 // Check validates every mongodb output of the Fluent Bit configuration at
 // path with the plugin's own rules (unknown keys named with the key they
-// resemble) and reports to w. It returns the number of problems found; a
-// configuration without a mongodb output is one.
+// resemble) and reports to w, with what Fluent Bit does with the keys it
+// keeps for itself and warnings of risky defaults (see advise). It returns
+// the number of problems found; a configuration without a mongodb output
+// is one.
 func Check(w io.Writer, path string, env func(string) string) (problems int, err error) {
 	secs, err := fbconf.Load(path, env)
 	if err != nil {
@@ -34,27 +35,39 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 		if l := o.Label(); l != "" {
 			name += " (" + l + ")"
 		}
+		var errs []string
 		c, err := conf.Parse(o.Props, env, nil)
-		if err == nil {
+		if err != nil {
+			all := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				all = j.Unwrap()
+			}
+			for _, e := range all {
+				errs = append(errs, e.Error())
+			}
+		}
+		var warnings []string
+		for _, n := range advise(o.Props) {
+			if n.problem {
+				errs = append(errs, n.text)
+			} else {
+				warnings = append(warnings, n.text)
+			}
+		}
+		if len(errs) == 0 {
 			fmt.Fprintf(w, "%s: output %s: ok", o.Where(), name)
 			if changed := c.Changed(); changed != "" {
 				fmt.Fprintf(w, " (%s)", changed)
 			}
 			fmt.Fprintln(w)
-			continue
+		} else {
+			fmt.Fprintf(w, "%s: output %s: %d %s\n", o.Where(), name, len(errs), plural(len(errs), "problem"))
 		}
-		errs := []error{err}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			errs = j.Unwrap()
-		}
-		fmt.Fprintf(w, "%s: output %s: %d %s\n", o.Where(), name, len(errs), plural(len(errs), "problem"))
 		for _, e := range errs {
-			var ce *conf.Error
-			if errors.As(e, &ce) {
-				fmt.Fprintf(w, "  %s\n", ce.Error())
-				continue
-			}
-			fmt.Fprintf(w, "  %v\n", e)
+			fmt.Fprintf(w, "  %s\n", e)
+		}
+		for _, t := range warnings {
+			fmt.Fprintf(w, "  warning: %s\n", t)
 		}
 		problems += len(errs)
 	}

@@ -77,7 +77,8 @@ pipeline:
 	}
 }
 
-// Every configuration example in the README passes the check.
+// Every configuration example in the README passes the check without a
+// warning.
 func TestCheckReadmeExamples(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -94,12 +95,85 @@ func TestCheckReadmeExamples(t *testing.T) {
 		path := write(t, dir, "example"+string(rune('a'+i))+ext, b[2])
 		var out bytes.Buffer
 		problems, err := Check(&out, path, env(map[string]string{"MONGODB_URI": "mongodb://127.0.0.1:27017"}))
-		if err != nil || problems > 0 {
+		if err != nil || problems > 0 || strings.Contains(out.String(), "warning") {
 			t.Errorf("README example %d (%s): %v\n%s\n%s", i, b[1], err, out.String(), b[2])
 		}
 		checked++
 	}
 	if checked < 2 {
 		t.Errorf("%d README examples checked, want the classic and the YAML one at least", checked)
+	}
+}
+
+// check runs Check on a classic configuration holding one mongodb output
+// with the given settings.
+func check(t *testing.T, settings string) (int, string) {
+	t.Helper()
+	path := write(t, t.TempDir(), "fluent-bit.conf", "[OUTPUT]\n    Name mongodb\n    Match *\n    uri mongodb://db1:27017\n"+settings)
+	var out bytes.Buffer
+	problems, err := Check(&out, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return problems, out.String()
+}
+
+// Fluent Bit keeps host, port, tls and tls.* for itself: check says what
+// each does (nothing, or stopping Fluent Bit for tls on) and what in the
+// uri does what the user meant.
+func TestCheckFluentBitKeys(t *testing.T) {
+	const safe = "    Workers 1\n    Retry_Limit no_limits\n"
+	for _, c := range []struct {
+		settings string
+		problems int
+		want     []string
+	}{
+		{"tls on\n", 1, []string{"1 problem", `tls on: Fluent Bit will not start ("mongodb.N does not support TLS")`, "put tls=true in the uri"}},
+		{"tls off\n", 0, []string{": ok", "warning: tls off: not used by the plugin; TLS is on when the uri says tls=true"}},
+		{"tls.verify on\n", 0, []string{": ok", "warning: tls.verify on: not used", "unless the uri says tlsInsecure=true"}},
+		{"tls.verify off\n", 0, []string{"warning: tls.verify off: not used", "put tlsInsecure=true in the uri"}},
+		{"tls.ca_file /etc/ssl/ca.pem\ntls.crt_file /etc/ssl/a.crt\ntls.key_file /etc/ssl/a.key\n", 0,
+			[]string{"tls.ca_file /etc/ssl/ca.pem: not used", "put tlsCAFile=/etc/ssl/ca.pem in the uri", "tls.crt_file /etc/ssl/a.crt: not used", "tlsCertificateKeyFile=FILE"}},
+		{"host db2\nport 27018\n", 0, []string{"warning: host db2: not used", "warning: port 27018: not used", "connects to the hosts in the uri"}},
+		{"net.connect_timeout 5\nnet.keepalive off\n", 0, []string{"net.connect_timeout 5: not used", "key is connect_timeout", "net.keepalive off: not used", "socketTimeoutMS"}},
+		{"alias audit\n", 0, []string{"output mongodb (audit): ok", "alias audit: Fluent Bit names the output so in its own lines, but the plugin never sees it", "instance_name audit"}},
+	} {
+		problems, out := check(t, safe+c.settings)
+		if problems != c.problems {
+			t.Errorf("%q: %d problems, want %d:\n%s", c.settings, problems, c.problems, out)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%q: no %q in:\n%s", c.settings, w, out)
+			}
+		}
+	}
+	if problems, out := check(t, safe+"alias audit\ninstance_name audit\n"); problems != 0 || strings.Contains(out, "warning") {
+		t.Errorf("alias and instance_name set alike: %d problems:\n%s", problems, out)
+	}
+}
+
+// Check warns, without failing, when Workers or Retry_Limit is left at
+// Fluent Bit's default and when a name holds a % taken for a date format.
+func TestCheckWarnsOfRiskyDefaults(t *testing.T) {
+	problems, out := check(t, "collection logs_%Y%m%d\n")
+	for _, w := range []string{
+		": ok",
+		"warning: workers is not set: with Fluent Bit's default of 0 flushes run on the engine thread",
+		"warning: retry_limit is not set: Fluent Bit retries a chunk once and then drops it",
+		"warning: collection logs_%Y%m%d: % is taken literally (no date formats here); for a collection per day, week or month set partition",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
+		}
+	}
+	if problems != 0 {
+		t.Errorf("%d problems, want warnings only:\n%s", problems, out)
+	}
+	if problems, out := check(t, "Workers 2\nRetry_Limit 10\n"); problems != 0 || strings.Contains(out, "warning") {
+		t.Errorf("Workers and Retry_Limit set: %d problems:\n%s", problems, out)
+	}
+	if _, out := check(t, "Workers 2\nRetry_Limit no_retries\n"); !strings.Contains(out, "warning: retry_limit no_retries: Fluent Bit drops a chunk the first time") {
+		t.Errorf("no warning for no_retries:\n%s", out)
 	}
 }

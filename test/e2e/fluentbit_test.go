@@ -261,3 +261,53 @@ func TestRealFluentBitStartupErrorInOrder(t *testing.T) {
 		t.Errorf("lines out of order (start %d, error %d, reason %d, failed %d):\n%s", started, head, reason, failed, strings.Join(lines, "\n"))
 	}
 }
+
+// What mongolog check says of Fluent Bit's own keys holds in a real Fluent
+// Bit: host, port, tls.verify, tls.ca_file and Alias never reach the plugin,
+// which connects in plain text to the uri's host and logs under its own
+// name, and tls on stops Fluent Bit at start.
+func TestRealFluentBitKeepsItsKeys(t *testing.T) {
+	e := newEnv(t)
+	if e.srv.Real {
+		t.Skip("the uri given by MONGO_URI may use TLS itself; the test server's does not")
+	}
+	out := fluentBit(t, "", `[OUTPUT]
+    Name        mongodb
+    Match       app.*
+    Alias       audit
+    Workers     1
+    Host        192.0.2.1
+    Port        1
+    tls.verify  on
+    tls.ca_file /nonexistent/ca.pem
+    uri         `+e.srv.URI+`
+    database    `+e.dbName+`
+    collection  logs
+    mode        flat
+`, nil)
+	if n := len(e.all("logs")); n != 5000 {
+		t.Errorf("%d documents, want 5000 through the uri's host", n)
+	}
+	if !strings.Contains(out, "[out_mongodb:mongodb.0]") || strings.Contains(out, "[out_mongodb:audit]") {
+		t.Errorf("the plugin's lines should carry mongodb.0, the Alias not reaching it:\n%s", out)
+	}
+	for _, k := range []string{"192.0.2.1", "ca.pem"} {
+		if strings.Contains(out, k) {
+			t.Errorf("%s appears in the output: a key Fluent Bit keeps reached someone:\n%s", k, out)
+		}
+	}
+	fb, dir, conf := fluentBitConf(t, "", "", `[OUTPUT]
+    Name  mongodb
+    Match *
+    tls   on
+    uri   `+e.srv.URI+`
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, fb, "-c", conf)
+	cmd.Dir = dir
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), "mongodb.0 does not support TLS") {
+		t.Errorf("tls on: fluent-bit exited with %v, want a refusal saying the plugin does not support TLS:\n%s", err, b)
+	}
+}
