@@ -304,39 +304,6 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 	return nil
 }
 
-// Follow emits the records of q as they land, polling every interval,
-// until ctx ends: first those already stored (from q.From), then each new
-// one once.
-func (r *Reader) Follow(ctx context.Context, q Query, every time.Duration, emit func(bson.Raw) error) error {
-	seen := map[string]bool{} // records at the newest time emitted
-	var last time.Time
-	q.Limit = 0
-	for {
-		err := r.Query(ctx, q, func(rec bson.Raw) error {
-			ts, _ := rec.Lookup(r.Cfg.TimeKey).TimeOK()
-			if ts.Equal(last) && seen[string(rec)] {
-				return nil
-			}
-			if ts.After(last) {
-				last, seen = ts, map[string]bool{}
-			}
-			seen[string(rec)] = true
-			return emit(rec)
-		})
-		if err != nil && ctx.Err() == nil {
-			return err
-		}
-		if !last.IsZero() {
-			q.From = last // the records at last come again and are skipped
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(every):
-		}
-	}
-}
-
 // UnknownFields returns the fields of q's conditions that none of the
 // first records of q's range holds, with the fields those records hold:
 // a query that finds nothing may have a misspelt field.

@@ -119,7 +119,7 @@ func (t *target) open(cmd *cobra.Command) (*conf.Config, *mongo.Database, func()
 }
 
 func queryCommand() *cobra.Command {
-	var since, from, to, format string
+	var since, from, to, format, lagFlag string
 	var limit int
 	var follow, raw, table bool
 	cmd := &cobra.Command{
@@ -173,7 +173,11 @@ func queryCommand() *cobra.Command {
 			}
 			return nil
 		}
-		return r.Follow(cmd.Context(), q, time.Second, func(rec bson.Raw) error {
+		lag, err := followLag(cmd, lagFlag, tgt.file, cfg)
+		if err != nil {
+			return err
+		}
+		return r.Follow(cmd.Context(), q, time.Second, lag, func(rec bson.Raw) error {
 			if err := p.Print(rec); err != nil {
 				return err
 			}
@@ -185,10 +189,24 @@ func queryCommand() *cobra.Command {
 	cmd.Flags().StringVar(&to, "to", "", "only records before this time")
 	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many records (0: all)")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new records as they land, like tail -f")
+	cmd.Flags().StringVar(&lagFlag, "lag", "", "with --follow: how far behind the newest record printed to look for records that land late\n"+
+		"(default: the [SERVICE] Flush of -c FILE, 1s without one, plus flush_timeout)")
 	cmd.Flags().StringVar(&format, "format", "json", "json (JSON lines), table or raw")
 	cmd.Flags().BoolVar(&raw, "raw", false, "print the raw line (the log field of unparsed records); --format raw")
 	cmd.Flags().BoolVar(&table, "table", false, "--format table")
 	return cmd
+}
+
+// followLag is --lag, or the default of the target's configuration.
+func followLag(cmd *cobra.Command, flag, file string, cfg *conf.Config) (time.Duration, error) {
+	if !cmd.Flags().Changed("lag") {
+		return mongolog.DefaultLag(file, cfg, os.Getenv)
+	}
+	lag, err := mongolog.ParseAge(flag)
+	if err != nil {
+		return 0, fmt.Errorf("--lag: %v", err)
+	}
+	return lag, nil
 }
 
 // signalContext ends on Ctrl-C or SIGTERM.

@@ -183,7 +183,7 @@ func TestQueryFollow(t *testing.T) {
 	got := make(chan int64, 100)
 	done := make(chan error, 1)
 	go func() {
-		done <- r.Follow(ctx, mongolog.Query{From: now.Add(-time.Minute)}, 50*time.Millisecond, func(rec bson.Raw) error {
+		done <- r.Follow(ctx, mongolog.Query{From: now.Add(-time.Minute)}, 50*time.Millisecond, time.Minute, func(rec bson.Raw) error {
 			got <- rec.Lookup("i").AsInt64()
 			return nil
 		})
@@ -218,4 +218,111 @@ func TestQueryFollow(t *testing.T) {
 		t.Errorf("followed %v, want %v", seen, want)
 	}
 	in.Exit()
+}
+
+// Follow is lossless and prints nothing twice when writes land out of time
+// order, through the real plugin: a newer bucket is written first, then
+// older records into other buckets and into the bucket already printed,
+// each within the lag; identical records are each printed once. A record
+// landing more than the lag behind the newest printed is not followed
+// (query finds it), and the follower forgets positions older than the lag.
+func TestQueryFollowOutOfOrder(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			const lag = 10 * time.Second
+			e := newEnv(t)
+			dir := t.TempDir()
+			props := []string{"mode", mode}
+			if mode == "bucket" {
+				props = append(props, "bucket_key", "module")
+			}
+			e.init("a", e.props(props...))
+			t.Cleanup(func() { e.exit("a") })
+			base := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Minute) // base+0s..59s: one window
+			n := 0
+			flush := func(recs ...[]byte) {
+				n++
+				e.mustFlush("a", "app", chunkFile(t, dir, fmt.Sprint("chunk", n), recs...))
+			}
+			rec := func(at time.Duration, module, id string) []byte {
+				return record(t, base.Add(at), kv{"module", module}, kv{"id", id})
+			}
+			var got []string
+			var times []time.Time
+			r := reader(t, e, props...)
+			f := r.Follower(mongolog.Query{From: base.Add(-time.Hour)}, lag, func(rec bson.Raw) error {
+				got = append(got, rec.Lookup("id").StringValue())
+				times = append(times, rec.Lookup("ts").Time())
+				return nil
+			})
+			poll := func(want ...string) {
+				t.Helper()
+				got, times = nil, nil
+				if err := f.Poll(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.IsSortedFunc(times, func(a, b time.Time) int { return a.Compare(b) }) {
+					t.Errorf("a poll printed out of time order: %v", times)
+				}
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Fatalf("poll printed %v, want %v", got, want)
+				}
+			}
+			var newest, older []string
+			var recs [][]byte
+			for i := 0; i < 10; i++ { // the newest first: module m3
+				id := fmt.Sprint("m3-", i)
+				newest = append(newest, id)
+				recs = append(recs, rec(30*time.Second+time.Duration(i)*time.Millisecond, "m3", id))
+			}
+			flush(recs...)
+			poll(newest...)
+			recs = nil
+			for m := 0; m < 3; m++ { // then older records of three other modules
+				for i := 0; i < 10; i++ {
+					id := fmt.Sprint("m", m, "-", i)
+					older = append(older, id)
+					recs = append(recs, rec(25*time.Second+time.Duration(10*m+i)*time.Millisecond, fmt.Sprint("m", m), id))
+				}
+			}
+			twin := rec(26*time.Second, "m0", "twin") // two identical records
+			recs = append(recs, twin, twin)
+			older = append(older, "twin", "twin")
+			flush(recs...)
+			poll(older...)
+			// An older record into the bucket printed first.
+			flush(rec(29*time.Second, "m3", "m3-older"))
+			poll("m3-older")
+			poll()
+			poll()
+			// A record more than the lag behind the newest printed lands:
+			// follow does not print it; query finds it.
+			flush(rec(30*time.Second-10*lag, "m1", "late"))
+			poll()
+			found := 0
+			if err := r.Query(context.Background(), mongolog.Query{Conds: []mongolog.Cond{{Field: "id", Op: "=", Value: "late"}}}, func(bson.Raw) error {
+				found++
+				return nil
+			}); err != nil || found != 1 {
+				t.Fatalf("query found the late record %d times, %v", found, err)
+			}
+			flush(rec(31*time.Second, "m2", "next"), twin)
+			poll("next", "twin")
+			poll()
+			// Remembered: the records of the last lag behind the newest
+			// (31s): all but the late one, which was never printed.
+			if got, want := f.Remembered(), 10+30+1+1+1; mode == "flat" && got != want+2 || mode == "bucket" && got != want {
+				t.Errorf("the follower remembers %d positions, want those of the last %v", got, lag)
+			}
+			// Later records move the overlap on: the older positions go.
+			flush(rec(31*time.Second+2*lag, "m2", "later"))
+			poll("later")
+			poll()
+			if f.Remembered() != 1 {
+				t.Errorf("the follower remembers %d positions after the overlap moved on, want 1", f.Remembered())
+			}
+		})
+	}
 }
