@@ -23,6 +23,9 @@ type writer struct {
 	// logTime is the line's own time when a parser found one.
 	logTime    time.Time
 	hasLogTime bool
+	// inLine is set while a line parser emits its fields, typing while
+	// one of them is converted by types.
+	inLine, typing bool
 }
 
 // frame is an open map or array of FieldSink calls.
@@ -313,14 +316,36 @@ func (w *writer) parseLine(r *reader, key []byte, rec *Record) (bool, error) {
 	// The line lives only while this record is written: the parser's
 	// fields are copied into the document as they are emitted.
 	line := bytesString(v.raw)
-	if perr := w.d.opt.Line.Parse(line, w); perr == nil {
+	mark := len(w.dst)
+	w.inLine = true
+	perr := w.d.opt.Line.Parse(line, w)
+	w.inLine = false
+	if perr == nil && w.d.opt.TimeFromLog && !w.hasLogTime {
+		// time_from_log asks for the line's time and the line has none: it
+		// is kept as a line that does not parse, with Fluent Bit's time.
+		w.dst = w.dst[:mark]
+		w.frames = w.frames[:0]
+		w.String(string(key), line)
+		w.String("_parse_error", w.d.noTimeReason)
+		rec.ParseFailed = true
 		return true, nil
-	} else {
+	}
+	if perr != nil {
 		rec.ParseFailed = true
 		w.String(string(key), line)
 		w.String("_parse_error", perr.Error())
 	}
 	return true, nil
+}
+
+// lineKind is the kind types gives the top-level field key of a line, when
+// the line parser is emitting it and types names it.
+func (w *writer) lineKind(key string) (Kind, bool) {
+	if !w.inLine || w.typing || len(w.frames) > 0 || !w.d.hasLineTypes {
+		return 0, false
+	}
+	k, ok := w.d.lineTypes.get(unsafe.Slice(unsafe.StringData(key), len(key)))
+	return k, ok && k != KindString
 }
 
 // The FieldSink methods. At depth 0 they apply the field filters and the
@@ -355,6 +380,12 @@ func (w *writer) dropping() bool {
 }
 
 func (w *writer) String(key, val string) {
+	if k, ok := w.lineKind(key); ok {
+		w.typing = true
+		EmitTyped(w, key, val, k)
+		w.typing = false
+		return
+	}
 	if !w.dropping() && w.sinkKey(key, bsoncore.TypeString) {
 		w.dst = appendString(w.dst, unsafe.Slice(unsafe.StringData(val), len(val)))
 	}
@@ -363,6 +394,12 @@ func (w *writer) String(key, val string) {
 func (w *writer) Int(key string, v int64) {
 	if w.dropping() {
 		return
+	}
+	if k, ok := w.lineKind(key); ok && k == KindTime {
+		if t, ok := intSecondsTime(v); ok {
+			w.Time(key, t)
+			return
+		}
 	}
 	if v >= math.MinInt32 && v <= math.MaxInt32 {
 		if w.sinkKey(key, bsoncore.TypeInt32) {
@@ -374,6 +411,12 @@ func (w *writer) Int(key string, v int64) {
 }
 
 func (w *writer) Float(key string, v float64) {
+	if k, ok := w.lineKind(key); ok && k == KindTime {
+		if t, ok := floatSecondsTime(v); ok {
+			w.Time(key, t)
+			return
+		}
+	}
 	if !w.dropping() && w.sinkKey(key, bsoncore.TypeDouble) {
 		w.dst = binary.LittleEndian.AppendUint64(w.dst, math.Float64bits(v))
 	}
@@ -395,7 +438,7 @@ func (w *writer) Time(key string, t time.Time) {
 	if w.dropping() {
 		return
 	}
-	if len(w.frames) == 0 && key == "time" && w.d.opt.TimeFromLog {
+	if len(w.frames) == 0 && w.d.opt.TimeFromLog && key == w.d.lineTimeKey && key != "" {
 		// The log's own time becomes the entry time instead of a field.
 		w.logTime, w.hasLogTime = t, true
 		return

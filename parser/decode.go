@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -112,9 +112,19 @@ type Decoder struct {
 	opt      Options
 	reserved smallSet[bool]
 	types    smallSet[Kind]
-	include  *pathNode
-	exclude  *pathNode
-	maxBytes int
+	// lineTypes are the user's types, which also apply to the top-level
+	// fields a line parser emits; the parser's own Types are for records
+	// Fluent Bit already split.
+	lineTypes    smallSet[Kind]
+	hasLineTypes bool
+	// lineTimeKey is the field the line parser gives the line's time
+	// under; noTimeReason the _parse_error of a line without one when
+	// TimeFromLog is set.
+	lineTimeKey  string
+	noTimeReason string
+	include      *pathNode
+	exclude      *pathNode
+	maxBytes     int
 }
 
 // NewDecoder checks and compiles opts.
@@ -143,9 +153,14 @@ func NewDecoder(opts Options) (*Decoder, error) {
 		for k, v := range opts.Line.Types() {
 			d.types.put(k, v)
 		}
+		d.lineTimeKey = opts.Line.TimeKey()
+		d.noTimeReason = "time_from_log: the line has no " + strconv.Quote(d.lineTimeKey) +
+			" field that reads as a time; the record keeps Fluent Bit's time"
 	}
 	for k, v := range opts.Types {
 		d.types.put(k, v)
+		d.lineTypes.put(k, v)
+		d.hasLineTypes = true
 	}
 	d.include = buildPaths(opts.Include)
 	d.exclude = buildPaths(opts.Exclude)
@@ -396,16 +411,26 @@ func eventTime(v value) (time.Time, string) {
 		// Only values above MaxInt64 are kUint: always out of range.
 		return time.Time{}, outOfRange(v.u)
 	case kFloat:
-		if math.IsNaN(v.f) || math.IsInf(v.f, 0) || v.f < float64(minSec) || v.f >= float64(maxSec+1) {
+		t, ok := floatSecondsTime(v.f)
+		if !ok {
 			return time.Time{}, outOfRange(v.f)
 		}
-		// A float64 near the present resolves about 0.2 µs: round the
-		// fraction to the microsecond, so 1717236000.123 is 123 ms and not
-		// 122.999906 ms (which truncates to 122 in a BSON date).
-		sec, frac := math.Modf(v.f)
-		return time.Unix(int64(sec), int64(math.Round(frac*1e6))*1e3).UTC(), ""
+		return t, ""
 	}
 	return time.Time{}, notATime
+}
+
+// numberTime converts a number typed as a time: integer or float seconds
+// since 1970. A number outside years 1 to 9999 is not converted.
+func numberTime(v value, k Kind) (time.Time, bool) {
+	switch {
+	case k != KindTime:
+	case v.kind == kInt:
+		return intSecondsTime(v.i)
+	case v.kind == kFloat:
+		return floatSecondsTime(v.f)
+	}
+	return time.Time{}, false
 }
 
 // InRange reports whether t is a record time that can be stored.
@@ -461,6 +486,10 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 			}
 			if v.kind == kStr || v.kind == kBin {
 				EmitTyped(w, bytesString(key), bytesString(v.raw), kind)
+				continue
+			}
+			if t, ok := numberTime(v, kind); ok {
+				w.Time(bytesString(key), t)
 				continue
 			}
 			r.pos = vs

@@ -42,4 +42,7 @@ type LineParser interface {
 	// into string fields, the kind each known field is converted to (for
 	// example code and size become integers). Fields not listed stay as they are.
 	Types() map[string]Kind
+	// TimeKey is the top-level field the parser gives the line's own time
+	// under (as a Time, when the line has one), or "" when it gives none.
+	TimeKey() string
 }

@@ -3,18 +3,45 @@ package parser
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // lineParserNames lists the names NewLineParser accepts, for error messages.
 const lineParserNames = "apache_common, apache_combined, apache_error, nginx_access, json, logfmt, regex, none"
 
-// NewLineParser returns the line parser called name (case-insensitive).
-// regex is the pattern of the "regex" parser and must be empty for the others.
-// "none" and "" give a nil parser and no error: lines are kept as they are.
+// DefaultTimeKey is the field a JSON or logfmt line's time is read from
+// unless LineConfig says otherwise.
+const DefaultTimeKey = "time"
+
+// LineConfig names a line parser and its settings.
+type LineConfig struct {
+	Name  string // one of lineParserNames, case-insensitive
+	Regex string // the pattern of parser regex; empty for the others
+	// TimeKey and TimeFormat apply to parsers json and logfmt: the
+	// top-level field TimeKey ("" means DefaultTimeKey) is emitted as a Time
+	// when TimeFormat (nil means the default) reads it, and stays as it is
+	// written otherwise.
+	TimeKey    string
+	TimeFormat *TimeFormat
+}
+
+// NewLineParser returns the line parser called name (case-insensitive),
+// with the default time key and format. regex is the pattern of the
+// "regex" parser and must be empty for the others. "none" and "" give a nil
+// parser and no error: lines are kept as they are.
 func NewLineParser(name, regex string) (LineParser, error) {
-	name = strings.ToLower(strings.TrimSpace(name))
+	return NewLine(LineConfig{Name: name, Regex: regex})
+}
+
+// NewLine returns the line parser c describes (see NewLineParser).
+func NewLine(c LineConfig) (LineParser, error) {
+	name, regex := strings.ToLower(strings.TrimSpace(c.Name)), c.Regex
 	if name != "regex" && regex != "" {
 		return nil, fmt.Errorf("regex %q is only used by parser regex, not by parser %q", regex, name)
+	}
+	tf := &lineTime{key: c.TimeKey, format: c.TimeFormat}
+	if tf.key == "" {
+		tf.key = DefaultTimeKey
 	}
 	switch name {
 	case "", "none":
@@ -28,14 +55,23 @@ func NewLineParser(name, regex string) (LineParser, error) {
 	case "apache_error":
 		return apacheErrorParser{}, nil
 	case "json":
-		return jsonLineParser{}, nil
+		return jsonLineParser{tf}, nil
 	case "logfmt":
-		return logfmtParser{}, nil
+		return logfmtParser{tf}, nil
 	case "regex":
 		return newRegexParser(regex)
 	}
 	return nil, fmt.Errorf("unknown parser %q: allowed %s", name, lineParserNames)
 }
+
+// lineTime is the time field of a JSON or logfmt line.
+type lineTime struct {
+	key    string
+	format *TimeFormat // nil: the default
+}
+
+// parse reads the text of the time field.
+func (lt *lineTime) parse(s string) (time.Time, bool) { return lt.format.Parse(s) }
 
 // trimLineEnd drops the spaces, tabs and line breaks that end a line (a tail
 // of a CRLF file leaves the "\r").

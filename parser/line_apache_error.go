@@ -53,6 +53,9 @@ func (apacheErrorParser) Parse(line string, out FieldSink) error {
 	return nil
 }
 
+// TimeKey implements LineParser: every error line has its time.
+func (apacheErrorParser) TimeKey() string { return "time" }
+
 // Types implements LineParser: the stock apache_error parser leaves the time
 // as a string (it has no time format) and the pid too. A 2.4 pid block stays
 // "1234:tid 5678" there, which is not an integer and is kept as it is.

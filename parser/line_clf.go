@@ -64,6 +64,9 @@ func (p *clfParser) Types() map[string]Kind {
 	return map[string]Kind{"code": KindInt, "size": KindInt}
 }
 
+// TimeKey implements LineParser: every access line has its time.
+func (p *clfParser) TimeKey() string { return "time" }
+
 func (p *clfParser) scan(s string, r *clfLine) error {
 	var ok1, ok2, ok3 bool
 	r.first, s, ok1 = strings.Cut(s, " ")

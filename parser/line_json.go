@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // jsonLineParser reads a line holding one JSON object. Its members are
 // emitted in the order they are written, nested objects and arrays included.
 // Integers that fit in an int64 become Int, other numbers Float; a number
-// too large even for a float64 is kept as its text.
-type jsonLineParser struct{}
+// too large even for a float64 is kept as its text. The top-level member
+// named by the time key becomes a Time when its string, or with the default
+// format its number (seconds since 1970), reads as one.
+type jsonLineParser struct{ time *lineTime }
 
 var (
 	errJSONNotObject = errors.New("json: line is not a JSON object")
@@ -30,6 +33,7 @@ const (
 	jsonFloat
 	jsonBool
 	jsonNull
+	jsonTime // i seconds and nsec nanoseconds since 1970
 	jsonBeginMap
 	jsonBeginArray
 	jsonEnd
@@ -39,22 +43,23 @@ const (
 // ops before any is replayed, so a bad line emits nothing.
 type jsonOp struct {
 	kind jsonOpKind
+	b    bool
+	nsec int32
 	key  string
 	str  string
 	i    int64
 	f    float64
-	b    bool
 }
 
 // Parse implements LineParser.
-func (jsonLineParser) Parse(line string, out FieldSink) error {
+func (p jsonLineParser) Parse(line string, out FieldSink) error {
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return errJSONNotObject
 	}
 	var ops []jsonOp
-	if err := decodeJSONObject(dec, &ops, 1); err != nil {
+	if err := decodeJSONObject(dec, &ops, 1, p.time); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -69,9 +74,13 @@ func (jsonLineParser) Parse(line string, out FieldSink) error {
 // Types implements LineParser: JSON values are typed already.
 func (jsonLineParser) Types() map[string]Kind { return nil }
 
+// TimeKey implements LineParser.
+func (p jsonLineParser) TimeKey() string { return p.time.key }
+
 // decodeJSONObject records the members of an object whose "{" has been read,
-// up to and including its "}". depth is the nesting level of the object.
-func decodeJSONObject(dec *json.Decoder, ops *[]jsonOp, depth int) error {
+// up to and including its "}". depth is the nesting level of the object;
+// at depth 1 the member named by lt's key is read as a time.
+func decodeJSONObject(dec *json.Decoder, ops *[]jsonOp, depth int, lt *lineTime) error {
 	for {
 		tok, err := nextJSONToken(dec)
 		if err != nil {
@@ -83,6 +92,12 @@ func decodeJSONObject(dec *json.Decoder, ops *[]jsonOp, depth int) error {
 		key, _ := tok.(string) // the decoder only gives a string here
 		if tok, err = nextJSONToken(dec); err != nil {
 			return err
+		}
+		if depth == 1 && lt != nil && key == lt.key {
+			if t, ok := jsonTimeValue(tok, lt); ok {
+				*ops = append(*ops, jsonOp{kind: jsonTime, key: key, i: t.Unix(), nsec: int32(t.Nanosecond())})
+				continue
+			}
 		}
 		if err := decodeJSONValue(dec, ops, key, tok, depth); err != nil {
 			return err
@@ -99,7 +114,7 @@ func decodeJSONValue(dec *json.Decoder, ops *[]jsonOp, key string, tok json.Toke
 		}
 		if v == '{' {
 			*ops = append(*ops, jsonOp{kind: jsonBeginMap, key: key})
-			if err := decodeJSONObject(dec, ops, depth+1); err != nil {
+			if err := decodeJSONObject(dec, ops, depth+1, nil); err != nil {
 				return err
 			}
 		} else {
@@ -151,6 +166,20 @@ func nextJSONToken(dec *json.Decoder) (json.Token, error) {
 	return tok, nil
 }
 
+// jsonTimeValue reads the time key's value tok as a time: a string in lt's
+// format, or with the default format a number of seconds since 1970.
+func jsonTimeValue(tok json.Token, lt *lineTime) (time.Time, bool) {
+	switch v := tok.(type) {
+	case string:
+		return lt.parse(v)
+	case json.Number:
+		if lt.format.IsDefault() {
+			return parseEpochText(string(v))
+		}
+	}
+	return time.Time{}, false
+}
+
 func jsonNumberOp(key string, n json.Number) jsonOp {
 	if i, err := n.Int64(); err == nil {
 		return jsonOp{kind: jsonInt, key: key, i: i}
@@ -173,6 +202,8 @@ func (op *jsonOp) replay(out FieldSink) {
 		out.Bool(op.key, op.b)
 	case jsonNull:
 		out.Null(op.key)
+	case jsonTime:
+		out.Time(op.key, time.Unix(op.i, int64(op.nsec)).UTC())
 	case jsonBeginMap:
 		out.BeginMap(op.key)
 	case jsonBeginArray:

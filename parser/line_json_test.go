@@ -49,3 +49,58 @@ func nestedJSON(depth int) (line string, want []string) {
 	}
 	return line, want
 }
+
+// mustLine returns the parser c describes with the time format format, or
+// stops the test.
+func mustLine(t testing.TB, c LineConfig, format string) LineParser {
+	t.Helper()
+	f, err := ParseTimeFormat(format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.TimeFormat = f
+	p, err := NewLine(c)
+	if err != nil || p == nil {
+		t.Fatalf("NewLine(%+v) = %v, %v", c, p, err)
+	}
+	return p
+}
+
+// The top-level member named by the time key becomes a Time when it reads
+// as one (a string in the format; with the default format also a number of
+// seconds); anything else, and the same name below the top, stays as it is.
+func TestLineJSONTime(t *testing.T) {
+	def := mustLine(t, LineConfig{Name: "json"}, "")
+	if def.TimeKey() != "time" {
+		t.Errorf("default time key %q, want time", def.TimeKey())
+	}
+	runLineCases(t, def, []lineCase{
+		{"iso", `{"time":"2024-06-01T10:00:00.123+02:00","msg":"a"}`, []string{"time:time=2024-06-01T08:00:00.123Z", "msg=a"}},
+		{"iso without zone", `{"msg":"a","time":"2024-06-01 10:00:00"}`, []string{"msg=a", "time:time=2024-06-01T10:00:00Z"}},
+		{"epoch integer", `{"time":1717236000}`, []string{"time:time=2024-06-01T10:00:00Z"}},
+		{"epoch fraction exact", `{"time":1717236000.123}`, []string{"time:time=2024-06-01T10:00:00.123Z"}},
+		{"epoch string", `{"time":"1717236000.5"}`, []string{"time:time=2024-06-01T10:00:00.5Z"}},
+		{"milliseconds stay a number", `{"time":1717236000123}`, []string{"time:int=1717236000123"}},
+		{"not a time", `{"time":"soon"}`, []string{"time=soon"}},
+		{"null", `{"time":null}`, []string{"time:null"}},
+		{"object", `{"time":{"a":1}}`, []string{"time:{", "a:int=1", "}"}},
+		{"nested not the time", `{"m":{"time":"2024-06-01T10:00:00Z"},"a":[{"time":"2024-06-01T10:00:00Z"}]}`,
+			[]string{"m:{", "time=2024-06-01T10:00:00Z", "}", "a:[", ":{", "time=2024-06-01T10:00:00Z", "}", "]"}},
+		{"other key", `{"ts":"2024-06-01T10:00:00Z"}`, []string{"ts=2024-06-01T10:00:00Z"}},
+	})
+
+	custom := mustLine(t, LineConfig{Name: "json", TimeKey: "at"}, "%d/%b/%Y:%H:%M:%S %z")
+	if custom.TimeKey() != "at" {
+		t.Errorf("time key %q, want at", custom.TimeKey())
+	}
+	runLineCases(t, custom, []lineCase{
+		{"format", `{"at":"10/Oct/2000:13:55:36 -0700","time":"2024-06-01T10:00:00Z"}`,
+			[]string{"at:time=2000-10-10T20:55:36Z", "time=2024-06-01T10:00:00Z"}},
+		{"iso is not the format", `{"at":"2024-06-01T10:00:00Z"}`, []string{"at=2024-06-01T10:00:00Z"}},
+		{"a number is not the format", `{"at":1717236000}`, []string{"at:int=1717236000"}},
+	})
+	epoch := mustLine(t, LineConfig{Name: "json"}, "%s")
+	runLineCases(t, epoch, []lineCase{
+		{"%s string", `{"time":"1717236000"}`, []string{"time:time=2024-06-01T10:00:00Z"}},
+	})
+}

@@ -8,8 +8,9 @@ import (
 // logfmtParser reads logfmt lines: space-separated key=value pairs, a value
 // in double quotes when it holds spaces (key="a \"b\""), and bare keys, which
 // become Bool true. Values are strings. A line needs at least one key=value
-// pair: plain text would otherwise parse as a row of bare keys.
-type logfmtParser struct{}
+// pair: plain text would otherwise parse as a row of bare keys. The value
+// of the time key becomes a Time when it reads as one.
+type logfmtParser struct{ time *lineTime }
 
 var (
 	errLogfmtKey        = errors.New(`logfmt: want a key before "="`)
@@ -26,17 +27,24 @@ type logfmtPair struct {
 }
 
 // Parse implements LineParser.
-func (logfmtParser) Parse(line string, out FieldSink) error {
+func (p logfmtParser) Parse(line string, out FieldSink) error {
 	var buf [16]logfmtPair
 	pairs, err := scanLogfmt(line, buf[:0])
 	if err != nil {
 		return err
 	}
-	for _, p := range pairs {
-		if p.bare {
-			out.Bool(p.key, true)
-		} else {
-			out.String(p.key, p.val)
+	for _, pair := range pairs {
+		switch {
+		case pair.bare:
+			out.Bool(pair.key, true)
+		case p.time != nil && pair.key == p.time.key:
+			if t, ok := p.time.parse(pair.val); ok {
+				out.Time(pair.key, t)
+				continue
+			}
+			out.String(pair.key, pair.val)
+		default:
+			out.String(pair.key, pair.val)
 		}
 	}
 	return nil
@@ -44,6 +52,9 @@ func (logfmtParser) Parse(line string, out FieldSink) error {
 
 // Types implements LineParser: logfmt has no stock Fluent Bit parser.
 func (logfmtParser) Types() map[string]Kind { return nil }
+
+// TimeKey implements LineParser.
+func (p logfmtParser) TimeKey() string { return p.time.key }
 
 // scanLogfmt appends the pairs of line s to pairs.
 func scanLogfmt(s string, pairs []logfmtPair) ([]logfmtPair, error) {

@@ -26,3 +26,22 @@ func TestLineLogfmt(t *testing.T) {
 		{"only spaces", "   ", nil},
 	})
 }
+
+func TestLineLogfmtTime(t *testing.T) {
+	def := mustLine(t, LineConfig{Name: "logfmt"}, "")
+	if def.TimeKey() != "time" {
+		t.Errorf("default time key %q, want time", def.TimeKey())
+	}
+	runLineCases(t, def, []lineCase{
+		{"iso", `time=2024-06-01T10:00:00Z level=info msg="a b"`, []string{"time:time=2024-06-01T10:00:00Z", "level=info", "msg=a b"}},
+		{"quoted with space", `level=info time="2024-06-01 10:00:00.5 +02:00"`, []string{"level=info", "time:time=2024-06-01T08:00:00.5Z"}},
+		{"epoch", `time=1717236000.25`, []string{"time:time=2024-06-01T10:00:00.25Z"}},
+		{"not a time", `time=soon a=1`, []string{"time=soon", "a=1"}},
+		{"bare key", `time a=1`, []string{"time:bool=true", "a=1"}},
+	})
+	custom := mustLine(t, LineConfig{Name: "logfmt", TimeKey: "ts"}, "%Y-%m-%dT%H:%M:%S.%L%z")
+	runLineCases(t, custom, []lineCase{
+		{"format", `ts=2024-06-01T10:00:00.123+0200 time=x`, []string{"ts:time=2024-06-01T08:00:00.123Z", "time=x"}},
+		{"not the format", `ts=2024-06-01T10:00:00Z`, []string{"ts=2024-06-01T10:00:00Z"}},
+	})
+}

@@ -55,5 +55,15 @@ func (p *regexParser) Parse(line string, out FieldSink) error {
 	return nil
 }
 
+// TimeKey implements LineParser: a regex gives a time in its group named time.
+func (p *regexParser) TimeKey() string {
+	for _, name := range p.re.SubexpNames() {
+		if name == "time" {
+			return name
+		}
+	}
+	return ""
+}
+
 // Types implements LineParser: the fields of a user's regex have no known types.
 func (p *regexParser) Types() map[string]Kind { return nil }

@@ -176,9 +176,10 @@ func TestLineNoAllocs(t *testing.T) {
 		"apache_common":   `127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326`,
 		"apache_error":    `[Wed Oct 11 14:32:52.123456 2000] [core:error] [pid 1234:tid 5678] [client 1.2.3.4:5678] AH00123: message`,
 		"logfmt":          `ts=2024-06-01T10:00:00Z level=info msg="request handled" cost=855 flag`,
+		"logfmt ":         `time=2024-06-01T10:00:00.123+02:00 level=info msg="request handled" cost=855 flag`,
 	}
 	for name, line := range lines {
-		p := mustLineParser(t, name, "")
+		p := mustLineParser(t, strings.TrimSpace(name), "") // "logfmt ": a line with its time
 		allocs := testing.AllocsPerRun(100, func() {
 			if err := p.Parse(line, discardSink{}); err != nil {
 				t.Fatal(err)
