@@ -14,14 +14,17 @@ import (
 )
 
 // Printer writes records as JSON lines (relaxed extended JSON), as a table
-// (columns from the first record), or raw (the unparsed line in log, else
-// the JSON line).
+// (columns from the first record), or raw (the unparsed line under
+// RawKey, else the JSON line, said once on Note).
 type Printer struct {
 	W       io.Writer
 	Format  string // "json", "table" or "raw"
 	TimeKey string
+	RawKey  string    // the field holding the raw line (parse_key); empty: log
+	Note    io.Writer // where raw says that a record holds no raw line; nil: nowhere
 	tw      *tabwriter.Writer
 	cols    []string
+	noted   bool
 }
 
 // Formats are the output formats a Printer knows.
@@ -32,9 +35,17 @@ func (p *Printer) Print(rec bson.Raw) error {
 	case "table":
 		return p.row(rec)
 	case "raw":
-		if line, ok := rec.Lookup("log").StringValueOK(); ok {
+		key := p.RawKey
+		if key == "" {
+			key = "log"
+		}
+		if line, ok := rec.Lookup(key).StringValueOK(); ok {
 			_, err := fmt.Fprintln(p.W, line)
 			return err
+		}
+		if !p.noted && p.Note != nil {
+			p.noted = true
+			fmt.Fprintf(p.Note, "mongolog: --raw: records without the raw line (no text field %s: a parser drops the line it parses) are printed as JSON lines\n", key)
 		}
 	}
 	b, err := bson.MarshalExtJSON(rec, false, false)

@@ -3,6 +3,7 @@ package mongolog
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -24,6 +25,41 @@ type Pruned struct {
 	Docs, Records int64
 }
 
+// pruneTimeField is the field prune compares with the age: a bucket's
+// newest record, or a flat record's time.
+func (r *Reader) pruneTimeField() string {
+	if r.Cfg.Mode == conf.ModeFlat {
+		return r.Cfg.TimeKey
+	}
+	return "maxTs"
+}
+
+// PruneFilter checks opt and returns the filter of the documents it
+// deletes; it needs the configuration alone, so a bad condition is
+// refused before anything is read.
+func (r *Reader) PruneFilter(opt PruneOptions) (bson.D, error) {
+	if opt.Before.IsZero() {
+		return nil, fmt.Errorf("prune needs an age: nothing is deleted without one")
+	}
+	filter := bson.D{}
+	for _, c := range opt.Conds {
+		path := c.Field
+		if r.Cfg.Mode != conf.ModeFlat {
+			var ok bool
+			if path, ok = r.keyField(c.Field); !ok {
+				keys := r.Cfg.BucketKey
+				if len(keys) == 0 {
+					keys = []string{r.Cfg.TagKey}
+				}
+				return nil, fmt.Errorf("condition %s: prune deletes whole buckets, so it takes bucket_key fields only (%s), and %s is not one",
+					c, strings.Join(keys, ","), c.Field)
+			}
+		}
+		filter = append(filter, c.filter(path))
+	}
+	return mergeSame(append(filter, bson.E{Key: r.pruneTimeField(), Value: bson.D{{Key: "$lt", Value: opt.Before}}})), nil
+}
+
 // Prune deletes the buckets (flat documents) of the key conditions whose
 // records all lie before opt.Before, across partitions, oldest first in
 // batches paced to opt.Rate documents per second. Per-key retention for
@@ -31,27 +67,12 @@ type Pruned struct {
 // are reported through show.
 func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string)) (Pruned, error) {
 	var p Pruned
-	if opt.Before.IsZero() {
-		return p, fmt.Errorf("prune needs an age: nothing is deleted without one")
-	}
 	rate := max(opt.Rate, 1)
-	filter := bson.D{}
-	timeField := "maxTs"
-	if r.Cfg.Mode == conf.ModeFlat {
-		timeField = r.Cfg.TimeKey
-		for _, c := range opt.Conds {
-			filter = append(filter, c.filter(c.Field))
-		}
-	} else {
-		for _, c := range opt.Conds {
-			path, ok := r.keyField(c.Field)
-			if !ok {
-				return p, fmt.Errorf("condition %s: prune deletes whole buckets, so it takes bucket_key fields only", c)
-			}
-			filter = append(filter, c.filter(path))
-		}
+	filter, err := r.PruneFilter(opt)
+	if err != nil {
+		return p, err
 	}
-	filter = mergeSame(append(filter, bson.E{Key: timeField, Value: bson.D{{Key: "$lt", Value: opt.Before}}}))
+	timeField := r.pruneTimeField()
 	colls, err := r.Collections(ctx, time.Time{}, opt.Before)
 	if err != nil {
 		return p, err

@@ -35,10 +35,33 @@ type Window struct {
 	Stats   map[string]*Agg             // field -> summary
 }
 
+// StatsStep is the step stats sums by: step, or with 0 the bucket window
+// (a minute without one). A bucket's records count in the step of its
+// window's start, so a step finer than bucket_window, or not a whole number
+// of windows, is refused: it would show windows, not steps.
+func (r *Reader) StatsStep(step time.Duration) (time.Duration, error) {
+	w := r.Cfg.BucketWindow
+	switch {
+	case step < 0:
+		return 0, fmt.Errorf("--step %v: want a positive duration", step)
+	case step == 0 && w > 0:
+		return w, nil
+	case step == 0:
+		return time.Minute, nil
+	case w > 0 && step < w:
+		return 0, fmt.Errorf("--step %s: the step cannot be finer than the bucket window (bucket_window %s): stats sums whole buckets; use --step %s or more, or query for single records",
+			shortDuration(step), shortDuration(w), shortDuration(w))
+	case w > 0 && step%w != 0:
+		return 0, fmt.Errorf("--step %s: the step must be a whole number of bucket windows (bucket_window %s), e.g. --step %s",
+			shortDuration(step), shortDuration(w), shortDuration((step/w+1)*w))
+	}
+	return step, nil
+}
+
 // Stats sums the buckets of q (key conditions and time range; other
 // conditions are refused: the buckets' fields cannot answer them) per step
-// of time, from the bucket fields alone: count, counts and stats, never the
-// entries. A step of 0 is the bucket window (a minute without one).
+// of time (see StatsStep), from the bucket fields alone: count, counts and
+// stats, never the entries. Steps without buckets are left out.
 func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Window, error) {
 	if r.Cfg.Mode == conf.ModeFlat {
 		return nil, fmt.Errorf("stats reads bucket fields; mode flat has no buckets (use query)")
@@ -49,11 +72,9 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 				c, c.Field, strings.Join(r.Cfg.BucketKey, ","))
 		}
 	}
-	if step <= 0 {
-		step = r.Cfg.BucketWindow
-	}
-	if step <= 0 {
-		step = time.Minute
+	step, err := r.StatsStep(step)
+	if err != nil {
+		return nil, err
 	}
 	colls, err := r.Collections(ctx, q.From, q.To)
 	if err != nil {
@@ -126,9 +147,9 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 	return out, nil
 }
 
-// PrintStats writes windows as a table, then a chart of records per
-// window.
-func PrintStats(w io.Writer, windows []*Window, chart bool) error {
+// PrintStats writes windows, summed per step, as a table, then a chart of
+// records per step by time: a step without records is drawn at 0.
+func PrintStats(w io.Writer, windows []*Window, step time.Duration, chart bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "window\tbuckets\trecords\tcounts\tstats (min/avg/max)")
 	for _, win := range windows {
@@ -157,13 +178,56 @@ func PrintStats(w io.Writer, windows []*Window, chart bool) error {
 	if !chart || len(windows) < 2 {
 		return nil
 	}
-	series := make([]float64, len(windows))
-	for i, win := range windows {
-		series[i] = float64(win.Records)
+	first, last := windows[0].Start, windows[len(windows)-1].Start
+	series, err := StatsSeries(windows, step)
+	if err != nil {
+		_, err := fmt.Fprintf(w, "\nno chart: %v\n", err)
+		return err
 	}
-	_, err := fmt.Fprintf(w, "\nrecords per window, %s .. %s\n%s\n", windows[0].Start.Format(time.RFC3339),
-		windows[len(windows)-1].Start.Format(time.RFC3339), asciigraph.Plot(series, asciigraph.Height(8), asciigraph.Width(min(72, max(len(series), 20)))))
+	empty := ""
+	if n := len(series) - len(windows); n > 0 {
+		empty = fmt.Sprintf(", %d steps without records drawn at 0", n)
+	}
+	_, err = fmt.Fprintf(w, "\nrecords per %s, %s .. %s%s\n%s\n", shortDuration(step), first.Format(time.RFC3339), last.Format(time.RFC3339),
+		empty, asciigraph.Plot(series, asciigraph.Height(8), asciigraph.Width(min(72, max(len(series), 20)))))
 	return err
+}
+
+// maxChartSteps is the most steps a chart draws.
+const maxChartSteps = 100000
+
+// StatsSeries is the records of windows per step from the first window to
+// the last, by time: 0 for a step without records.
+func StatsSeries(windows []*Window, step time.Duration) ([]float64, error) {
+	if len(windows) == 0 {
+		return nil, nil
+	}
+	first, last := windows[0].Start, windows[len(windows)-1].Start
+	if step <= 0 {
+		return nil, fmt.Errorf("step %v: want a positive step", step)
+	}
+	n := last.Sub(first) / step
+	if n >= maxChartSteps {
+		return nil, fmt.Errorf("%s .. %s is %d steps of %s, more than a chart draws (%d); use a larger --step or a shorter range",
+			first.Format(time.RFC3339), last.Format(time.RFC3339), n+1, shortDuration(step), maxChartSteps)
+	}
+	series := make([]float64, n+1)
+	for _, win := range windows {
+		series[win.Start.Sub(first)/step] += float64(win.Records)
+	}
+	return series, nil
+}
+
+// shortDuration writes d as the keys take it: 1m, 1h, 1h30m, 90s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func sortedKeys[V any](m map[string]V) []string {

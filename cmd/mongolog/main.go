@@ -81,7 +81,7 @@ func addTarget(cmd *cobra.Command, keys ...string) *target {
 	}
 	t := &target{keys: map[string]*string{}}
 	cmd.Flags().StringVarP(&t.file, "config", "c", "", "Fluent Bit configuration whose mongodb output says where to read")
-	cmd.Flags().StringVar(&t.output, "output", "", "with -c: the mongodb output of this instance_name or Alias (default: the first)")
+	cmd.Flags().StringVar(&t.output, "output", "", "with -c: the mongodb output of this instance_name or Alias (needed when there are several)")
 	for _, k := range keys {
 		def := ""
 		for _, d := range conf.Keys() {
@@ -107,9 +107,20 @@ func (t *target) resolved(cmd *cobra.Command) mongolog.Target {
 
 // open connects to what t names.
 func (t *target) open(cmd *cobra.Command) (*conf.Config, *mongo.Database, func(), error) {
+	return t.openChecked(cmd, nil)
+}
+
+// openChecked connects to what t names once check, if given, passes its
+// configuration: usage errors come before any I/O.
+func (t *target) openChecked(cmd *cobra.Command, check func(*conf.Config) error) (*conf.Config, *mongo.Database, func(), error) {
 	cfg, err := t.resolved(cmd).Config(os.Getenv)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if check != nil {
+		if err := check(cfg); err != nil {
+			return nil, nil, nil, err
+		}
 	}
 	db, closeFn, err := mongolog.Connect(cmd.Context(), cfg)
 	if err != nil {
@@ -129,7 +140,7 @@ func queryCommand() *cobra.Command {
 			"and the time range select buckets through their key, start, minTs and maxTs; the server unpacks them\n" +
 			"and filters the entries. A number matches its text too (code=500 finds 500 and \"500\").",
 	}
-	tgt := addTarget(cmd)
+	tgt := addTarget(cmd, append(slices.Clone(targetKeys), "parse_key")...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		var q mongolog.Query
 		var err error
@@ -154,7 +165,7 @@ func queryCommand() *cobra.Command {
 			return err
 		}
 		defer closeFn()
-		p := &mongolog.Printer{W: cmd.OutOrStdout(), Format: format, TimeKey: cfg.TimeKey}
+		p := &mongolog.Printer{W: cmd.OutOrStdout(), Format: format, TimeKey: cfg.TimeKey, RawKey: cfg.ParseKey, Note: cmd.ErrOrStderr()}
 		r := &mongolog.Reader{DB: db, Cfg: cfg}
 		if !follow {
 			n := 0
@@ -192,7 +203,7 @@ func queryCommand() *cobra.Command {
 	cmd.Flags().StringVar(&lagFlag, "lag", "", "with --follow: how far behind the newest record printed to look for records that land late\n"+
 		"(default: the [SERVICE] Flush of -c FILE, 1s without one, plus flush_timeout)")
 	cmd.Flags().StringVar(&format, "format", "json", "json (JSON lines), table or raw")
-	cmd.Flags().BoolVar(&raw, "raw", false, "print the raw line (the log field of unparsed records); --format raw")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the raw line (the parse_key field of unparsed records; others as JSON, said once on stderr); --format raw")
 	cmd.Flags().BoolVar(&table, "table", false, "--format table")
 	return cmd
 }
@@ -284,7 +295,10 @@ func statsCommand() *cobra.Command {
 				return fmt.Errorf("--step: %v", err)
 			}
 		}
-		cfg, db, closeFn, err := tgt.open(cmd)
+		cfg, db, closeFn, err := tgt.openChecked(cmd, func(cfg *conf.Config) (err error) {
+			d, err = (&mongolog.Reader{Cfg: cfg}).StatsStep(d)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -293,12 +307,12 @@ func statsCommand() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return mongolog.PrintStats(cmd.OutOrStdout(), windows, !noChart)
+		return mongolog.PrintStats(cmd.OutOrStdout(), windows, d, !noChart)
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only the last duration (15m, 2h, 7d)")
 	cmd.Flags().StringVar(&from, "from", "", "from this time")
 	cmd.Flags().StringVar(&to, "to", "", "up to this time")
-	cmd.Flags().StringVar(&step, "step", "", "sum per this step (default: the bucket window)")
+	cmd.Flags().StringVar(&step, "step", "", "sum per this step, a whole number of bucket windows (default: the bucket window)")
 	cmd.Flags().BoolVar(&noChart, "no-chart", false, "the table only")
 	return cmd
 }
@@ -327,7 +341,10 @@ func pruneCommand() *cobra.Command {
 		if opt.Conds, err = mongolog.ParseConds(args); err != nil {
 			return err
 		}
-		cfg, db, closeFn, err := tgt.open(cmd)
+		cfg, db, closeFn, err := tgt.openChecked(cmd, func(cfg *conf.Config) error {
+			_, err := (&mongolog.Reader{Cfg: cfg}).PruneFilter(opt)
+			return err
+		})
 		if err != nil {
 			return err
 		}
@@ -338,7 +355,9 @@ func pruneCommand() *cobra.Command {
 		if dryRun {
 			verb = "would delete"
 		}
-		fmt.Fprintf(out, "%s %d documents holding %d records\n", verb, p.Docs, p.Records)
+		if err == nil || p.Docs > 0 {
+			fmt.Fprintf(out, "%s %d documents holding %d records\n", verb, p.Docs, p.Records)
+		}
 		return err
 	}
 	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete what is wholly older than this age (30d, 12h)")
@@ -366,18 +385,27 @@ func importCommand() *cobra.Command {
 	}
 	tgt := addTarget(cmd, all...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		m, err := tgt.resolved(cmd).Map(os.Getenv)
+		target := tgt.resolved(cmd)
+		m, err := target.Map(os.Getenv)
 		if err != nil {
 			return err
 		}
 		if m.Get("plugin_log_level") == "" {
 			m.Set("plugin_log_level", "warn")
 		}
+		stderr := cmd.ErrOrStderr()
+		if !cmd.Flags().Changed("tag") {
+			if tag, err = target.Tag(os.Getenv, "import"); err != nil {
+				return err
+			}
+			if target.File != "" {
+				fmt.Fprintf(stderr, "tag %s (one the output's Match accepts; --tag sets another)\n", tag)
+			}
+		}
 		in, err := instance.New(m, "import", os.Stderr)
 		if err != nil {
 			return err
 		}
-		stderr := cmd.ErrOrStderr()
 		var bar *progressbar.ProgressBar
 		last := time.Now()
 		start := time.Now()
@@ -404,14 +432,14 @@ func importCommand() *cobra.Command {
 			_ = bar.Finish()
 			fmt.Fprintln(stderr)
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "imported %d records from %d files in %d chunks (%d retries) in %v\n", res.Records, res.Files,
-			res.Chunks, res.Retries, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(cmd.OutOrStdout(), "imported %d records from %d files in %d chunks (%d retries) in %v: %d stored, %d already there, %d parked\n",
+			res.Records, res.Files, res.Chunks, res.Retries, time.Since(start).Round(time.Millisecond), res.Stored, res.Found, res.Parked)
 		if errors.Is(err, context.Canceled) {
 			return fmt.Errorf("interrupted: run the same import again to go on; nothing is stored twice")
 		}
 		return err
 	}
-	cmd.Flags().StringVar(&tag, "tag", "import", "the records' tag")
+	cmd.Flags().StringVar(&tag, "tag", "", "the records' tag (default: import; with -c, import put in the output's Match, as app.import for app.*)")
 	cmd.Flags().IntVar(&lines, "chunk-lines", 1000, "lines per chunk")
 	return cmd
 }

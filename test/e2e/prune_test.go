@@ -69,3 +69,35 @@ func TestPrune(t *testing.T) {
 		t.Errorf("prune by a field that is not a bucket_key field: no error")
 	}
 }
+
+// prune refuses a condition on a field that is not a bucket_key field
+// before reading anything: the command prints the error only (no count of
+// what would go) and exits 2, dry run or not, and deletes nothing.
+func TestPruneRefusesABadConditionFirst(t *testing.T) {
+	e := newDBEnv(t)
+	props := []string{"bucket_key", "device"}
+	in, _, log := monitored(t, e, props...)
+	old := time.Now().UTC().AddDate(0, 0, -30)
+	mustDone(t, in.Flush("app.log", join([][]byte{record(t, old, kv{"device", "abc123"}, kv{"t", 20})})), log)
+	in.Exit()
+	r := reader(t, e, props...)
+	bad := mongolog.PruneOptions{Conds: []mongolog.Cond{{Field: "t", Op: "=", Value: "20"}}, Before: time.Now(), DryRun: true}
+	if _, err := r.PruneFilter(bad); err == nil || !strings.Contains(err.Error(), "bucket_key fields only (device)") {
+		t.Errorf("a condition on t: %v, want a refusal naming the bucket_key fields", err)
+	}
+	run := mongologCommand(t)
+	for _, dry := range [][]string{{"--dry-run"}, nil} {
+		args := append(append([]string{"prune", "--older-than", "7d", "--bucket_key", "device"}, dry...), append(e.target("logs"), "t=20")...)
+		out, errOut, code := run(args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "condition t=20") || strings.Contains(errOut, "would delete") {
+			t.Errorf("prune %v t=20: exit %d, stdout %q, stderr %q; want exit 2 and the error only", dry, code, out, errOut)
+		}
+	}
+	if n := len(e.all("logs")); n != 1 {
+		t.Errorf("%d buckets left, want the 1 stored", n)
+	}
+	out, _, code := run(append([]string{"prune", "--older-than", "7d", "--bucket_key", "device", "--dry-run"}, append(e.target("logs"), "device=abc123")...)...)
+	if code != 0 || !strings.Contains(out, "would delete 1 documents holding 1 records") {
+		t.Errorf("prune --dry-run device=abc123: exit %d\n%s", code, out)
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,10 +94,79 @@ func TestStatsMatchTheEntries(t *testing.T) {
 		t.Errorf("a condition on an entry field: %v, want a refusal naming bucket_key", err)
 	}
 	var out bytes.Buffer
-	if err := mongolog.PrintStats(&out, windows, true); err != nil {
+	if err := mongolog.PrintStats(&out, windows, time.Minute, true); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "records per window") || !strings.Contains(out.String(), "level debug:") {
+	if !strings.Contains(out.String(), "records per 1m,") || !strings.Contains(out.String(), "level debug:") {
 		t.Errorf("printed stats:\n%s", out.String())
 	}
+}
+
+// A step finer than the bucket window, or not a whole number of windows,
+// is refused with both values named (by the command too, exit 2); the
+// chart is drawn by time, a step without records at 0, not a slope
+// between the steps that have some.
+func TestStatsStepAndGaps(t *testing.T) {
+	e := newDBEnv(t)
+	props := []string{"bucket_key", "module", "bucket_window", "1m"}
+	in, _, log := monitored(t, e, props...)
+	base := time.Now().UTC().Truncate(time.Hour).Add(-6 * time.Hour)
+	var recs [][]byte
+	for i, at := range []time.Time{base, base.Add(time.Minute), base.Add(3 * time.Hour), base.Add(4 * time.Hour)} {
+		for j := 0; j <= i; j++ { // 1, 2, 3 and 4 records
+			recs = append(recs, record(t, at.Add(time.Duration(j)*time.Second), kv{"module", "pay"}))
+		}
+	}
+	mustDone(t, in.Flush("app.log", join(recs)), log)
+	in.Exit()
+	r := reader(t, e, props...)
+	for step, want := range map[time.Duration][]string{
+		30 * time.Second: {"--step 30s", "cannot be finer than the bucket window", "bucket_window 1m"},
+		90 * time.Second: {"--step 1m30s", "whole number of bucket windows", "bucket_window 1m", "--step 2m"},
+	} {
+		if _, err := r.Stats(context.Background(), mongolog.Query{}, step); err == nil || !containsAll(err.Error(), want) {
+			t.Errorf("step %v: %v, want a refusal saying %q", step, err, want)
+		}
+	}
+	run := mongologCommand(t)
+	out, errOut, code := run(append([]string{"stats", "--step", "30s", "--bucket_key", "module", "--bucket_window", "1m"}, e.target("logs")...)...)
+	if code != 2 || out != "" || !containsAll(errOut, []string{"--step 30s", "bucket_window 1m"}) {
+		t.Errorf("stats --step 30s: exit %d, stdout %q, stderr %q; want exit 2 and the refusal only", code, out, errOut)
+	}
+
+	windows, err := r.Stats(context.Background(), mongolog.Query{}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, w := range windows {
+		got = append(got, w.Records)
+	}
+	if len(windows) != 3 || !slices.Equal(got, []int64{3, 3, 4}) || !windows[0].Start.Equal(base) {
+		t.Fatalf("per hour: %d windows, records %v; want 3, 3, 4 from %v", len(windows), got, base)
+	}
+	series, err := mongolog.StatsSeries(windows, time.Hour)
+	if err != nil || !slices.Equal(series, []float64{3, 0, 0, 3, 4}) {
+		t.Errorf("chart series per hour %v, %v; want 3 0 0 3 4 (the empty hours at 0)", series, err)
+	}
+	var printed bytes.Buffer
+	if err := mongolog.PrintStats(&printed, windows, time.Hour, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(printed.String(), "records per 1h, ") || !strings.Contains(printed.String(), "2 steps without records drawn at 0") {
+		t.Errorf("printed stats:\n%s", printed.String())
+	}
+	out, errOut, code = run(append([]string{"stats", "--step", "1h", "--bucket_key", "module"}, e.target("logs")...)...)
+	if code != 0 || !strings.Contains(out, "2 steps without records drawn at 0") {
+		t.Errorf("stats --step 1h: exit %d\n%s\nstderr: %s", code, out, errOut)
+	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }
