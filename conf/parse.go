@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // Error is one configuration problem. Its message is
@@ -112,6 +113,13 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 		return ""
 	})
 	c.ParseRegex = r.regex("parse_regex")
+	c.ParseTimeKey = r.name("parse_time_key", func(s string) string {
+		if strings.ContainsRune(s, 0) {
+			return "must not contain NUL"
+		}
+		return ""
+	})
+	c.ParseTimeFormat = r.timeFormat("parse_time_format")
 	c.TimeFromLog = r.boolean("time_from_log")
 	c.Types = r.types("types")
 
@@ -507,6 +515,19 @@ func (r *reader) regex(key string) string {
 	return v
 }
 
+// timeFormat checks a strptime-style time format; unset is the default.
+func (r *reader) timeFormat(key string) string {
+	v, set := r.raw(key)
+	if !set {
+		return ""
+	}
+	if _, err := parser.ParseTimeFormat(v); err != nil {
+		r.invalid(key, v, err.Error())
+		return ""
+	}
+	return v
+}
+
 var typeKinds = []string{"string", "int", "float", "bool", "time"}
 
 // types checks the syntax of "field:kind,..." and keeps the text as written.
@@ -731,8 +752,20 @@ func (r *reader) combinations(c *Config) {
 		}
 	}
 
-	if ok("parser", "time_from_log") && c.TimeFromLog && c.Parser == ParserNone {
-		r.invalid("time_from_log", r.set["time_from_log"], "needs a parser (parser is none)")
+	if ok("parser") && c.Parser != ParserJSON && c.Parser != ParserLogfmt {
+		for _, k := range []string{"parse_time_key", "parse_time_format"} {
+			// The default written out is allowed, as everywhere.
+			if v, set := r.set[k]; set && ok(k) && v != defaultOf(k) {
+				r.invalid(k, v, "only used with parser json or logfmt (parser is "+string(c.Parser)+
+					"): regex reads the time from its group named time, the other parsers from their own time field")
+			}
+		}
+	}
+
+	if ok("parser", "parse_regex", "time_from_log") && c.TimeFromLog {
+		if why := noLineTime(c); why != "" {
+			r.invalid("time_from_log", r.set["time_from_log"], why)
+		}
 	}
 
 	if ok("include_fields", "exclude_fields") {
@@ -779,6 +812,31 @@ func (r *reader) combinations(c *Config) {
 	case len(c.Database)+1+len(dl) > maxNamespaceBytes:
 		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 255 bytes")
 	}
+}
+
+// defaultOf is the default of key as the key table gives it.
+func defaultOf(key string) string {
+	d, _ := lookupKey(key)
+	return d.Default
+}
+
+// lineTimeParsers says which parsers give a time, for messages.
+const lineTimeParsers = "apache_common, apache_combined, apache_error, nginx_access, json and logfmt (the time under parse_time_key), or regex with a group named time"
+
+// noLineTime is why time_from_log cannot be on with c's parser, or "" when
+// the parser gives the line's time: the parser itself says.
+func noLineTime(c *Config) string {
+	p, err := parser.NewLine(parser.LineConfig{Name: string(c.Parser), Regex: c.ParseRegex})
+	switch {
+	case err != nil:
+		return "" // reported with the parser's own keys
+	case p == nil:
+		return "needs a parser that gives the line's time (parser is none): " + lineTimeParsers
+	case p.TimeKey() == "":
+		return "parser " + string(c.Parser) + " gives no time here: parse_regex has no group named time; " +
+			"name the group holding the line's time (?P<time>...), or use " + lineTimeParsers
+	}
+	return ""
 }
 
 // unknownKeys reports keys the Getter holds that no rule reads, when the
