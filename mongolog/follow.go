@@ -38,7 +38,6 @@ type Follower struct {
 	q     Query
 	lag   time.Duration
 	emit  func(bson.Raw) error
-	now   func() time.Time
 	polls uint64
 
 	newest time.Time // the newest record time printed
@@ -68,7 +67,7 @@ type printed struct {
 // Follower returns a follower of q with overlap lag, emitting to emit.
 func (r *Reader) Follower(q Query, lag time.Duration, emit func(bson.Raw) error) *Follower {
 	q.Limit = 0
-	return &Follower{r: r, q: q, lag: max(lag, 0), emit: emit, now: time.Now,
+	return &Follower{r: r, q: q, lag: max(lag, 0), emit: emit,
 		seen: map[position]*printed{}, counts: map[bucketRef]int64{}}
 }
 
@@ -115,7 +114,7 @@ func (f *Follower) advance() {
 		return
 	}
 	at := f.newest
-	if now := f.now(); now.Before(at) {
+	if now := time.Now(); now.Before(at) {
 		at = now
 	}
 	if c := at.Add(-f.lag); c.After(f.cutoff) {

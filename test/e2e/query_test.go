@@ -358,3 +358,35 @@ func TestQueryRawWithoutTheLine(t *testing.T) {
 		t.Errorf("query --raw of kept lines: exit %d\n%s\nstderr: %s", code, out, errOut)
 	}
 }
+
+// A record stamped in the future does not hide the present from follow:
+// the overlap is the lag behind the current time when that is earlier
+// than the newest record printed.
+func TestQueryFollowFutureRecord(t *testing.T) {
+	const lag = 10 * time.Second
+	e := newEnv(t)
+	dir := t.TempDir()
+	e.init("a", e.props("bucket_key", "module"))
+	t.Cleanup(func() { e.exit("a") })
+	var got []string
+	r := reader(t, e, "bucket_key", "module")
+	f := r.Follower(mongolog.Query{From: time.Now().Add(-time.Hour)}, lag, func(rec bson.Raw) error {
+		got = append(got, rec.Lookup("id").StringValue())
+		return nil
+	})
+	poll := func(want ...string) {
+		t.Helper()
+		got = nil
+		if err := f.Poll(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("poll printed %v, want %v", got, want)
+		}
+	}
+	e.mustFlush("a", "app", chunkFile(t, dir, "future", record(t, time.Now().Add(time.Hour), kv{"module", "a"}, kv{"id", "future"})))
+	poll("future")
+	e.mustFlush("a", "app", chunkFile(t, dir, "now", record(t, time.Now().Add(-time.Second), kv{"module", "b"}, kv{"id", "now"})))
+	poll("now")
+	poll()
+}
