@@ -267,8 +267,9 @@ func (r *Reader) Follow(ctx context.Context, q Query, every, lag time.Duration, 
 }
 
 // DefaultLag is how far behind the newest record follow looks for records
-// that land late by default: a flush interval ([SERVICE] Flush of the
-// Fluent Bit configuration file, Fluent Bit's default 1s without one) and
+// that land late by default: a flush interval ([SERVICE] Flush of a
+// classic Fluent Bit configuration file; Fluent Bit's default 1s without
+// one, and for YAML, whose service fbconf does not load) and
 // flush_timeout, the longest a chunk's first write may take.
 func DefaultLag(file string, cfg *conf.Config, env func(string) string) (time.Duration, error) {
 	flush := time.Second

@@ -21,6 +21,13 @@ func TestDefaultLag(t *testing.T) {
 		}
 		return p
 	}
+	yaml := func(text string) string {
+		p := filepath.Join(t.TempDir(), "fluent-bit.yaml")
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 	out := "[OUTPUT]\n    Name mongodb\n    Match *\n"
 	for _, c := range []struct {
 		file string
@@ -30,6 +37,7 @@ func TestDefaultLag(t *testing.T) {
 		{write(out), 31 * time.Second},
 		{write("[SERVICE]\n    Flush 5\n" + out), 35 * time.Second},
 		{write("[SERVICE]\n    Flush 0.5\n" + out), 30*time.Second + 500*time.Millisecond},
+		{yaml("service:\n  flush: 5\npipeline:\n  outputs:\n    - name: mongodb\n      match: '*'\n"), 31 * time.Second}, // service not read
 	} {
 		if got, err := DefaultLag(c.file, cfg, os.Getenv); err != nil || got != c.want {
 			t.Errorf("%s: lag %v, %v; want %v", c.file, got, err, c.want)
