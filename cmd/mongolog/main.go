@@ -276,8 +276,9 @@ func statsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats [bucket_key field=value ...]",
 		Short: "Activity per window from bucket fields alone: records, counts per value, min/avg/max of stats, and a chart",
-		Long: "stats sums count, counts and stats of the buckets per window (or per --step), without unpacking\n" +
-			"entries, and draws records per window. Conditions name bucket_key fields only.",
+		Long: "stats sums count, counts and stats of the buckets per window (or per --step, a whole number of windows),\n" +
+			"without unpacking entries, and draws records per step by time, a step without records at 0. Conditions\n" +
+			"name bucket_key fields only.",
 	}
 	tgt := addTarget(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
