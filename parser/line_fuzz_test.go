@@ -3,6 +3,7 @@ package parser
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // fuzzRegex is the pattern FuzzLineRegex runs lines through.
@@ -62,6 +63,33 @@ func FuzzTypeEmitTyped(f *testing.F) {
 		ok := EmitTyped(&rec, "v", s, Kind(k))
 		if len(rec.got) != 1 || (!ok && rec.got[0] != "v="+s) {
 			t.Fatalf("EmitTyped(%q, %d) = %v, %q", s, k, ok, rec.got)
+		}
+	})
+}
+
+// FuzzTimeFormat checks, for any format and value, that a format either
+// fails to compile or reads the value without panicking, giving a time in
+// UTC within years 1 to 9999 when it reads one; the default format too.
+func FuzzTimeFormat(f *testing.F) {
+	f.Add("%d/%b/%Y:%H:%M:%S %z", "10/Oct/2000:13:55:36 -0700")
+	f.Add("%Y-%m-%dT%H:%M:%S.%L%z", "2024-06-01T10:00:00.123+0200")
+	f.Add("%a %b %e %T %Y", "Sat Jun  1 08:00:01 2024")
+	f.Add("%y-%j %H:%M %Z", "24-366 10:00 UTC")
+	f.Add("%s.%L", "1717236000.25")
+	f.Add("", "2024-06-01 10:00:00.5 +02:00")
+	f.Add("", "-1717236000.5")
+	f.Fuzz(func(t *testing.T, format, value string) {
+		for _, fm := range []string{format, ""} {
+			tf, err := ParseTimeFormat(fm)
+			if err != nil {
+				if tf != nil {
+					t.Fatalf("ParseTimeFormat(%q) failed (%v) but returned %v", fm, err, tf)
+				}
+				continue
+			}
+			if got, ok := tf.Parse(value); ok && (got.Location() != time.UTC || got.Year() < 1 || got.Year() > 9999) {
+				t.Fatalf("format %q: Parse(%q) = %v", fm, value, got)
+			}
 		}
 	})
 }

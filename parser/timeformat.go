@@ -104,10 +104,12 @@ func (f *TimeFormat) String() string {
 func (f *TimeFormat) IsDefault() bool { return f == nil || f.items == nil }
 
 // Parse reads s as a time in UTC without allocating. A time outside years
-// 1 to 9999 read by a format (%s only) is not a time.
+// 1 to 9999 (year 0, or a zone moving year 1 or 9999 past its end) is not
+// a time.
 func (f *TimeFormat) Parse(s string) (time.Time, bool) {
 	if f.IsDefault() {
-		return parseLineTime(s)
+		t, ok := parseLineTime(s)
+		return t, ok && InRange(t)
 	}
 	var (
 		year, month, day, yday  = -1, -1, -1, -1

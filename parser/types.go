@@ -62,7 +62,8 @@ func ParseTypeSpec(spec string) (map[string]Kind, error) {
 //	int    decimal int64
 //	float  strconv.ParseFloat
 //	bool   true/false, on/off, yes/no, 1/0, case-insensitive
-//	time   what parseLineTime reads (RFC 3339, CLF, "2006-01-02 15:04:05", ...)
+//	time   what parseLineTime reads (ISO 8601 with or without zone, CLF, the
+//	       Apache error log's time, seconds since 1970)
 func EmitTyped(out FieldSink, key, s string, k Kind) bool {
 	if k == KindString || k > KindTime {
 		out.String(key, s)
