@@ -188,11 +188,24 @@ func isZoneName(s string) bool {
 // civilTime is the time of a calendar date and clock at offset seconds east
 // of UTC, in UTC; ok is false for a day the month does not have.
 func civilTime(year int, month time.Month, day, hour, minute, sec, nsec, offset int) (time.Time, bool) {
-	t := time.Date(year, month, day, hour, minute, sec, nsec, time.UTC)
-	if t.Day() != day || t.Month() != month { // day 0, or past the end of the month
+	if month < time.January || month > time.December || day < 1 || day > daysIn(month, year) {
 		return time.Time{}, false
 	}
-	return t.Add(-time.Duration(offset) * time.Second), true
+	return time.Date(year, month, day, hour, minute, sec-offset, nsec, time.UTC), true
+}
+
+// daysIn is the number of days of month in year (proleptic Gregorian).
+func daysIn(month time.Month, year int) int {
+	switch month {
+	case time.February:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case time.April, time.June, time.September, time.November:
+		return 30
+	}
+	return 31
 }
 
 // parseEpochText parses seconds since 1970 written in decimal, an optional
