@@ -198,7 +198,7 @@ var keyTable = []KeyDoc{
 	{"indexes", "", "The user's indexes, created with the plugin's own before the first write to each collection: comma-separated, each a field or `+`-joined fields, each optionally `:-1` (descending), e.g. `values.traceId, start:-1, key.module+logs.level`."},
 	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk and its generation."},
 	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode (1-64)."},
-	{"write_batch", "100", "Bucket writes sent in one unordered update command (1-1000); `1` sends one write per command. Use 20 or less on FerretDB, which deadlocks on larger update batches."},
+	{"write_batch", "100", "Bucket writes sent in one unordered update command (1-1000); `1` sends one write per command. On FerretDB v1, which deadlocks on larger update batches, the plugin lowers it to 20 (it says so once)."},
 	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},
 	{"connect_timeout", "10s", "Deadline for connecting to MongoDB (1s-5m)."},

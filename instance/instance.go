@@ -5,6 +5,7 @@ package instance
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -67,6 +68,12 @@ type Instance struct {
 
 	stats    *metrics.Output
 	endpoint *metrics.Endpoint // nil without metrics_listen
+
+	// known: the server's buildInfo was read, through info (under
+	// serverMu); a store that cannot read it leaves info nil.
+	serverMu sync.Mutex
+	known    bool
+	info     writer.Informer
 }
 
 // New validates the configuration and prepares the instance. It does not
@@ -137,6 +144,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
 		stats: stats, endpoint: endpoint}
 	in.keeper = layout.NewKeeper(ctx, db, log, layout.Limits{BurstLimit: cfg.TTLBurstLimit, Rate: cfg.TTLDeleteRate, Batch: cfg.WriteBatch})
+	in.info, _ = store.(writer.Informer)
 	opt.Setup = in.setup
 	if in.sink, err = sink.New(opt, store, writer.DefaultRetry, log); err != nil {
 		stop()
@@ -189,7 +197,12 @@ func writeConcern(cfg *conf.Config) *writeconcern.WriteConcern {
 
 // sinkOptions maps the configuration onto the core's options.
 func sinkOptions(cfg *conf.Config) (sink.Options, error) {
-	line, err := parser.NewLineParser(string(cfg.Parser), cfg.ParseRegex)
+	timeFormat, err := parser.ParseTimeFormat(cfg.ParseTimeFormat)
+	if err != nil {
+		return sink.Options{}, fmt.Errorf("parse_time_format: invalid value %q: %v", cfg.ParseTimeFormat, err)
+	}
+	line, err := parser.NewLine(parser.LineConfig{Name: string(cfg.Parser), Regex: cfg.ParseRegex,
+		TimeKey: cfg.ParseTimeKey, TimeFormat: timeFormat})
 	if err != nil {
 		return sink.Options{}, fmt.Errorf("parser: invalid value %q: %v", cfg.Parser, err)
 	}
@@ -260,6 +273,9 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 	in.report()
 	return res.Status
 }
+
+// Totals are the instance's counters since start.
+func (in *Instance) Totals() sink.Totals { return in.sink.Totals() }
 
 // flush runs the sink's flush under the retention lock's read side.
 func (in *Instance) flush(tag string, data []byte) sink.Result {
@@ -349,9 +365,48 @@ func shardKey(cfg *conf.Config) bson.D {
 	return d
 }
 
-// setup prepares a collection before its first write.
+// setup prepares a collection before its first write, knowing first what
+// the server is.
 func (in *Instance) setup(ctx context.Context, coll string) error {
+	if err := in.learnServer(ctx); err != nil {
+		return err
+	}
 	return in.keeper.Prepare(ctx, coll, spec(in.cfg, coll))
+}
+
+// learnServer reads the server's buildInfo once, before the first write,
+// and caps write_batch where the server is known to need it. A server that
+// does not answer is asked again at the next setup; one that refuses is
+// written to as MongoDB.
+func (in *Instance) learnServer(ctx context.Context) error {
+	in.serverMu.Lock()
+	defer in.serverMu.Unlock()
+	if in.known {
+		return nil
+	}
+	if in.info == nil {
+		in.known = true
+		return nil
+	}
+	info, err := in.info.BuildInfo(ctx)
+	var refused mongo.ServerError
+	switch {
+	case errors.As(err, &refused):
+		in.known = true
+		in.log.Debugf("buildInfo refused (%v): writing as to MongoDB", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading the server's buildInfo: %w", err)
+	}
+	in.known = true
+	srv := writer.ServerOf(info)
+	in.log.Infof("the server is %s", srv.Name)
+	if srv.MaxWriteBatch > 0 && in.cfg.WriteBatch > srv.MaxWriteBatch {
+		in.sink.CapWriteBatch(srv.MaxWriteBatch)
+		in.log.Warnf("write_batch %d lowered to %d for this server: %s (set write_batch %d to choose it yourself)",
+			in.cfg.WriteBatch, srv.MaxWriteBatch, srv.Why, srv.MaxWriteBatch)
+	}
+	return nil
 }
 
 // dropOldPartitions applies partition_keep: it drops the partitions whose
@@ -410,9 +465,9 @@ func (in *Instance) report() {
 	}
 	t := in.sink.Totals()
 	p := in.reported
-	in.log.Infof("last %s: %s, %s, %d stored, %d parked, %s, %s",
+	in.log.Infof("last %s: %s, %s, %d stored, %d already stored, %d parked, %s, %s",
 		time.Since(in.lastReport).Round(time.Second), count(t.Chunks-p.Chunks, "chunk"), count(t.Records-p.Records, "record"),
-		t.Stored-p.Stored, t.Parked-p.Parked, count(t.Retries-p.Retries, "retry"), count(t.ParseFailures-p.ParseFailures, "parse failure"))
+		t.Stored-p.Stored, t.Found-p.Found, t.Parked-p.Parked, count(t.Retries-p.Retries, "retry"), count(t.ParseFailures-p.ParseFailures, "parse failure"))
 	in.reported, in.lastReport = t, time.Now()
 }
 
@@ -443,8 +498,8 @@ func (in *Instance) exit() {
 		in.log.Warnf("disconnecting: %v", err)
 	}
 	t := in.sink.Totals()
-	in.log.Infof("stopped: %s, %s, %d stored, %d parked, %s", count(t.Chunks, "chunk"), count(t.Records, "record"),
-		t.Stored, t.Parked, count(t.Retries, "retry"))
+	in.log.Infof("stopped: %s, %s, %d stored, %d already stored, %d parked, %s", count(t.Chunks, "chunk"), count(t.Records, "record"),
+		t.Stored, t.Found, t.Parked, count(t.Retries, "retry"))
 	if in.endpoint != nil {
 		in.endpoint.Close()
 	}

@@ -28,6 +28,8 @@ var (
 		"Records received, each counted once however many attempts its chunk takes.")
 	stored = counter("out_mongodb_records_stored_total",
 		"Records stored in MongoDB.")
+	already = counter("out_mongodb_records_already_stored_total",
+		"Records a flush found stored by an earlier process, or by an earlier attempt whose reply was lost, and not counted as stored.")
 	parked = counter("out_mongodb_records_parked_total",
 		"Records parked in the dead-letter collection with their reason.")
 	chunks = counter("out_mongodb_chunks_total",
@@ -73,7 +75,7 @@ func For(name string) *Output {
 	for _, r := range []string{"ok", "retry", "error"} {
 		chunks.WithLabelValues(name, r)
 	}
-	for _, c := range []*prometheus.CounterVec{records, stored, parked, created, commands} {
+	for _, c := range []*prometheus.CounterVec{records, stored, already, parked, created, commands} {
 		c.WithLabelValues(name)
 	}
 	flushSeconds.WithLabelValues(name)
@@ -95,6 +97,7 @@ func (o *Output) Flushed(res sink.Result, took time.Duration) {
 		records.WithLabelValues(o.name).Add(float64(res.Records))
 	}
 	stored.WithLabelValues(o.name).Add(float64(res.Stored))
+	already.WithLabelValues(o.name).Add(float64(res.Found))
 	parked.WithLabelValues(o.name).Add(float64(res.Parked))
 	created.WithLabelValues(o.name).Add(float64(res.Created))
 	flushSeconds.WithLabelValues(o.name).Observe(took.Seconds())

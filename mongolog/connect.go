@@ -3,6 +3,7 @@ package mongolog
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -34,23 +35,9 @@ func (t Target) Config(env func(string) string) (*conf.Config, error) {
 func (t Target) Map(env func(string) string) (conf.Map, error) {
 	m := conf.Map{}
 	if t.File != "" {
-		secs, err := fbconf.Load(t.File, env)
+		pick, err := t.section(env)
 		if err != nil {
 			return nil, err
-		}
-		outs := fbconf.Outputs(secs, PluginName)
-		var pick *fbconf.Section
-		for i, o := range outs {
-			if t.Output == "" || o.Label() == t.Output {
-				pick = &outs[i]
-				break
-			}
-		}
-		switch {
-		case pick == nil && t.Output != "":
-			return nil, fmt.Errorf("%s: no mongodb output named %q (its instance_name or Alias)", t.File, t.Output)
-		case pick == nil:
-			return nil, fmt.Errorf("%s: no [OUTPUT] with Name mongodb", t.File)
 		}
 		for _, k := range pick.Props.Keys() {
 			if !conf.Reserved(k) {
@@ -65,6 +52,58 @@ func (t Target) Map(env func(string) string) (conf.Map, error) {
 		m.Set("uri", "mongodb://127.0.0.1:27017")
 	}
 	return m, nil
+}
+
+// section is the output of t.File that t names: the one named t.Output,
+// or the only one.
+func (t Target) section(env func(string) string) (*fbconf.Section, error) {
+	secs, err := fbconf.Load(t.File, env)
+	if err != nil {
+		return nil, err
+	}
+	outs := fbconf.Outputs(secs, PluginName)
+	var names []string
+	for i, o := range outs {
+		if t.Output != "" && o.Label() == t.Output {
+			return &outs[i], nil
+		}
+		name := o.Label()
+		if name == "" {
+			name = "(unnamed: give it an instance_name)"
+		}
+		names = append(names, fmt.Sprintf("%s at %s", name, o.Where()))
+	}
+	switch {
+	case len(outs) == 0:
+		return nil, fmt.Errorf("%s: no [OUTPUT] with Name mongodb", t.File)
+	case t.Output != "":
+		return nil, fmt.Errorf("%s: no mongodb output named %q (its instance_name or Alias); there are: %s", t.File, t.Output, strings.Join(names, ", "))
+	case len(outs) > 1:
+		return nil, fmt.Errorf("%s has %d mongodb outputs: pick one with --output NAME (its instance_name or Alias): %s", t.File, len(outs), strings.Join(names, ", "))
+	}
+	return &outs[0], nil
+}
+
+// Tag is a tag the output of t accepts by its Match: the pattern with each
+// * written as want (want itself when the output matches every tag or
+// there is no file). An output that matches by Match_Regex gets no tag and
+// an error: the caller must give one.
+func (t Target) Tag(env func(string) string, want string) (string, error) {
+	if t.File == "" {
+		return want, nil
+	}
+	s, err := t.section(env)
+	if err != nil {
+		return "", err
+	}
+	match := s.Props.Get("match")
+	switch {
+	case match == "" && s.Props.Get("match_regex") != "":
+		return "", fmt.Errorf("the output at %s matches tags by Match_Regex %s: give the tag with --tag", s.Where(), s.Props.Get("match_regex"))
+	case match == "" || match == "*":
+		return want, nil
+	}
+	return strings.ReplaceAll(match, "*", want), nil
 }
 
 // Connect opens cfg's database and checks that the server answers.

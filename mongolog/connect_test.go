@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// A target is the first mongodb output of a configuration, or the one an
-// instance_name or Alias names, with flags over its keys; Fluent Bit's own
-// keys are left out.
+// A target is the mongodb output an instance_name or Alias names, or the
+// only one, with flags over its keys; Fluent Bit's own keys are left out.
+// Of several outputs none is picked unnamed: the error lists them.
 func TestTargetPicksTheOutput(t *testing.T) {
 	dir := t.TempDir()
 	path := write(t, dir, "fb.conf", `
@@ -27,16 +27,23 @@ func TestTargetPicksTheOutput(t *testing.T) {
     bucket_key    host
     bucket_window 5m
 `)
-	cfg, err := Target{File: path}.Config(nil)
+	_, err := Target{File: path}.Config(nil)
+	if err == nil || !strings.Contains(err.Error(), "has 2 mongodb outputs: pick one with --output NAME") ||
+		!strings.Contains(err.Error(), "(unnamed: give it an instance_name) at "+path+":2, second_out at "+path+":8") {
+		t.Fatalf("two outputs, none named: %v", err)
+	}
+	only := write(t, dir, "one.conf", "[OUTPUT]\n    Name mongodb\n    uri mongodb://one:27017\n    collection first\n")
+	cfg, err := Target{File: only}.Config(nil)
 	if err != nil || cfg.Collection != "first" || cfg.URI != "mongodb://one:27017" {
-		t.Fatalf("the first output: %+v, %v", cfg, err)
+		t.Fatalf("the only output: %+v, %v", cfg, err)
 	}
 	cfg, err = Target{File: path, Output: "second_out", Keys: map[string]string{"database": "other"}}.Config(nil)
 	if err != nil || cfg.Collection != "second" || cfg.Database != "other" || cfg.BucketWindow != 5*time.Minute ||
 		strings.Join(cfg.BucketKey, ",") != "host" {
 		t.Fatalf("the output named second_out, database from a flag: %+v, %v", cfg, err)
 	}
-	if _, err := (Target{File: path, Output: "nope"}).Config(nil); err == nil || !strings.Contains(err.Error(), `no mongodb output named "nope"`) {
+	if _, err := (Target{File: path, Output: "nope"}).Config(nil); err == nil || !strings.Contains(err.Error(), `no mongodb output named "nope"`) ||
+		!strings.Contains(err.Error(), "there are: (unnamed") {
 		t.Errorf("an output that is not there: %v", err)
 	}
 	if cfg, err := (Target{Keys: map[string]string{"collection": "c"}}).Config(nil); err != nil || cfg.URI != "mongodb://127.0.0.1:27017" {
@@ -75,5 +82,27 @@ func TestParseTimeAndAge(t *testing.T) {
 	}
 	if c, err := ParseCond("a.b>=2.5"); err != nil || c != (Cond{"a.b", ">=", "2.5"}) {
 		t.Errorf("ParseCond(a.b>=2.5) = %+v, %v", c, err)
+	}
+}
+
+// The tag an import gives its records is one the output's Match accepts.
+func TestTargetTag(t *testing.T) {
+	dir := t.TempDir()
+	for match, want := range map[string]string{"": "import", "*": "import", "app.*": "app.import", "access": "access", "*.log": "import.log"} {
+		conf := "[OUTPUT]\n    Name mongodb\n"
+		if match != "" {
+			conf += "    Match " + match + "\n"
+		}
+		got, err := Target{File: write(t, dir, "fb.conf", conf)}.Tag(nil, "import")
+		if err != nil || got != want {
+			t.Errorf("Match %q: tag %q, %v; want %q", match, got, err, want)
+		}
+	}
+	if _, err := (Target{File: write(t, dir, "re.conf", "[OUTPUT]\n    Name mongodb\n    Match_Regex ^app\\.\n")}).Tag(nil, "import"); err == nil ||
+		!strings.Contains(err.Error(), "matches tags by Match_Regex ^app\\.: give the tag with --tag") {
+		t.Errorf("Match_Regex: %v", err)
+	}
+	if got, err := (Target{}).Tag(nil, "import"); err != nil || got != "import" {
+		t.Errorf("no file: %q, %v", got, err)
 	}
 }

@@ -41,12 +41,22 @@ type ImportOptions struct {
 	Stdin io.Reader
 }
 
-// Imported counts what an import did.
+// Imported counts what an import did. Stored, Found (already stored by an
+// earlier run) and Parked are known when the Flusher counts them
+// (Totals).
 type Imported struct {
 	Files   int
 	Records int64
 	Chunks  int
 	Retries int
+
+	Stored, Found, Parked int64
+	Counted               bool // the three above are known
+}
+
+// totaller is a Flusher that counts what it stored, as an instance does.
+type totaller interface {
+	Totals() sink.Totals
 }
 
 // Import sends the lines of the files, each as a record {log: line}, through
@@ -57,8 +67,7 @@ type Imported struct {
 // interrupted and started again stores every line exactly once: the plugin
 // finds what the earlier run stored. A chunk the plugin gives back is sent
 // again until ctx ends; ctx ending stops between chunks.
-func Import(ctx context.Context, f Flusher, opt ImportOptions) (Imported, error) {
-	var res Imported
+func Import(ctx context.Context, f Flusher, opt ImportOptions) (res Imported, err error) {
 	if opt.ChunkLines <= 0 {
 		opt.ChunkLines = 1000
 	}
@@ -72,9 +81,17 @@ func Import(ctx context.Context, f Flusher, opt ImportOptions) (Imported, error)
 	if err != nil {
 		return res, err
 	}
+	if t, ok := f.(totaller); ok {
+		before := t.Totals()
+		defer func() {
+			after := t.Totals()
+			res.Stored, res.Found, res.Parked = after.Stored-before.Stored, after.Found-before.Found, after.Parked-before.Parked
+			res.Counted = true
+		}()
+	}
 	var read int64
 	for _, path := range files {
-		if err := importFile(ctx, f, opt, path, &res, &read, total); err != nil {
+		if err = importFile(ctx, f, opt, path, &res, &read, total); err != nil {
 			return res, err
 		}
 		res.Files++

@@ -97,8 +97,13 @@ type Result struct {
 	Records int // records in the chunk
 	// New: no earlier attempt of the chunk ended in Retry in this process,
 	// so its records are counted as received now.
-	New     bool
-	Stored  int // records stored by this flush (earlier attempts of the chunk not counted)
+	New    bool
+	Stored int // records stored by this flush (earlier attempts of the chunk not counted)
+	// Found: records this flush found stored that this process had not
+	// counted as stored: written by an earlier process, or by an earlier
+	// attempt whose reply was lost. For a chunk that ends Done, Stored and
+	// Found over its attempts plus Parked is Records.
+	Found   int
 	Parked  int // records parked in the dead-letter collection (0 unless Done)
 	Groups  int // bucket groups touched
 	Created int // buckets this flush created
@@ -132,7 +137,7 @@ type Sink struct {
 // however many attempts it takes; Retries counts the attempts that ended
 // in Retry.
 type Totals struct {
-	Chunks, Records, Stored, Parked, Retries, ParseFailures int64
+	Chunks, Records, Stored, Found, Parked, Retries, ParseFailures int64
 }
 
 // New builds a sink. It does no I/O.
@@ -201,7 +206,10 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		if later, err = s.holds(ctx, content, occ.gen+1, tag, batch); err != nil || !later {
 			break
 		}
+		// The chunk's records are those of the later generation: what
+		// this one was found holding is not theirs.
 		occ.gen++
+		res.Found = 0
 	}
 	if err != nil {
 		res.Parked = 0
@@ -210,14 +218,14 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	if err != nil {
 		occ.retried, occ.probing = true, probe
 		s.contents.put(content, occ)
-		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops})
+		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops, accounted: f.accounted})
 		res.Status, res.Err = Retry, err
 		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
 		return res
 	}
 	s.contents.put(content, occurrence{gen: occ.gen + 1, newest: occ.newest})
 	s.remember(f.id, nil)
-	s.log.Debugf("chunk %s (tag %q): %d records, %d stored, %d parked, %d groups", f.id, tag, res.Records, res.Stored, res.Parked, res.Groups)
+	s.log.Debugf("chunk %s (tag %q): %d records, %d stored, %d already stored, %d parked, %d groups", f.id, tag, res.Records, res.Stored, res.Found, res.Parked, res.Groups)
 	return res
 }
 
@@ -230,11 +238,17 @@ func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string
 	}
 	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{}}
 	var err error
+	stored := res.Stored
 	if s.opt.Mode == ModeFlat {
 		err = s.writeFlat(ctx, f, res)
 	} else {
 		err = s.writeBuckets(ctx, f, res)
 	}
+	// What was found stored counts once: not what earlier attempts in
+	// this process counted already.
+	found := max(0, f.storedBefore-f.prev.accounted)
+	res.Found += found
+	f.accounted = f.prev.accounted + found + res.Stored - stored
 	if err == nil {
 		err = s.park(ctx, f, res)
 	}
@@ -250,19 +264,25 @@ type flush struct {
 	limits  map[string]int // see memo
 	drops   map[int]int    // see memo
 	// found: some of the records were stored by an earlier attempt (in
-	// this process or an earlier one).
-	found bool
+	// this process or an earlier one); storedBefore counts those records.
+	found        bool
+	storedBefore int
+	// accounted counts the records this process has counted as stored or
+	// found, over this attempt and the earlier ones (see memo).
+	accounted int
 }
 
 // memo is what an unfinished flush of a chunk learnt: the records it found
 // unstorable, where the search for them stood (the write size it had come
-// down to, by collection and group id), and the connections a record
-// written alone had lost in a row (by record index; see writer.Dropped).
+// down to, by collection and group id), the connections a record written
+// alone had lost in a row (by record index; see writer.Dropped), and how
+// many of its records the totals count as stored or found already.
 type memo struct {
-	parked []writer.Parked
-	limits map[string]int
-	drops  map[int]int
-	known  map[int]string // parked by record index
+	parked    []writer.Parked
+	limits    map[string]int
+	drops     map[int]int
+	accounted int
+	known     map[int]string // parked by record index
 }
 
 // pending returns the records of recs to write, parking those an earlier
@@ -295,6 +315,7 @@ func (s *Sink) account(b *parser.Batch, res *Result, err error) {
 		s.totals.ParseFailures += int64(b.ParseFailures)
 	}
 	s.totals.Stored += int64(res.Stored)
+	s.totals.Found += int64(res.Found)
 	s.totals.Parked += int64(res.Parked)
 	if err != nil {
 		s.totals.Retries++
@@ -303,6 +324,10 @@ func (s *Sink) account(b *parser.Batch, res *Result, err error) {
 		s.log.Warnf("%d records did not match parser; stored with their raw line and _parse_error", b.ParseFailures)
 	}
 }
+
+// CapWriteBatch lowers the bucket writes per command to n, for a server
+// that cannot take more.
+func (s *Sink) CapWriteBatch(n int) { s.buckets.CapBatch(n) }
 
 // Totals returns the counters since start.
 func (s *Sink) Totals() Totals {
@@ -326,7 +351,7 @@ func (s *Sink) remember(id string, m *memo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unfinished.drop(id)
-	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0 && len(m.drops) == 0) {
+	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0 && len(m.drops) == 0 && m.accounted == 0) {
 		return
 	}
 	m.known = map[int]string{}
@@ -452,7 +477,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var outs []writer.Outcome
 	err := guard(func() (err error) {
 		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
-			f.found = len(stored) > 0
+			f.found, f.storedBefore = len(stored) > 0, len(stored)
 			for _, g := range groups {
 				if todo := f.pending(g.Records, stored); len(todo) > 0 {
 					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)], Drops: f.prev.drops})
@@ -673,13 +698,14 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 			f.drops[recs[j].Index] = d
 		}
 		f.found = f.found || ins.Existed > 0
+		f.storedBefore += ins.Existed
 		for _, r := range refused {
 			f.parked = append(f.parked, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
 		}
 		if err != nil {
 			return err
 		}
-		res.Stored += len(docs) - len(refused)
+		res.Stored += len(docs) - len(refused) - ins.Existed
 	}
 	return nil
 }

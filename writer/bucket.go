@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -58,6 +59,9 @@ type Buckets struct {
 	grouper *bucketer.Config
 	retry   Retry
 
+	// batchCap, above 0, caps cfg.WriteBatch for the server written to.
+	batchCap atomic.Int32
+
 	mu     sync.Mutex
 	groups map[string]*groupState
 	tick   uint64
@@ -65,6 +69,9 @@ type Buckets struct {
 	// not referenced once the store has sent it.
 	buffers sync.Pool
 }
+
+// CapBatch lowers WriteBatch to n (above 0) for a server that needs it.
+func (b *Buckets) CapBatch(n int) { b.batchCap.Store(int32(n)) }
 
 // groupState is where this process last saw a group's open bucket. It is a
 // hint that saves reads, never a reason to skip a write: a wrong hint makes
@@ -474,6 +481,9 @@ func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 // to WriteBatch statements each, a write to be sent alone in one of its own.
 func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
 	size := max(b.cfg.WriteBatch, 1)
+	if c := int(b.batchCap.Load()); c > 0 {
+		size = min(size, c)
+	}
 	var cmds [][]*groupWrite
 	open := map[string]int{} // collection -> its command being filled
 	for _, w := range round {

@@ -333,3 +333,34 @@ func TestFaultsBulk(t *testing.T) {
 		})
 	}
 }
+
+// The plugin reads buildInfo before its first write: on FerretDB v1, which
+// deadlocks on larger update batches, write_batch 100 is lowered to 20
+// with one warning; on any other server it is kept.
+func TestBulkWriteBatchForTheServer(t *testing.T) {
+	const records, traces = 1000, 200
+	e := newDBEnv(t)
+	info, err := e.db.Client().Database("admin").RunCommand(t.Context(), bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, v1 := info.Lookup("ferretdbVersion").StringValueOK()
+	in, cmds, log := monitored(t, e, "bucket_key", "traceId", "bucket_window", "0", "write_batch", "100")
+	if st := in.Flush("app.log", traceChunk(t, records)); st != sink.Done {
+		t.Fatalf("flush: %v\n%s", st, log)
+	}
+	widest := 0
+	for _, c := range named(cmds.since(0), "update") {
+		widest = max(widest, len(statements(t, c)))
+	}
+	const warning = "write_batch 100 lowered to 20 for this server: it deadlocks on update commands of more than about 20 matched statements"
+	switch {
+	case v1 && (widest > 20 || strings.Count(log.String(), warning) != 1):
+		t.Errorf("FerretDB v1: widest update %d statements, want 20 at most, and the warning once:\n%s", widest, log)
+	case !v1 && (widest != 100 || strings.Contains(log.String(), "lowered")):
+		t.Errorf("widest update %d statements, want write_batch's 100, and no warning:\n%s", widest, log)
+	}
+	if n := len(e.all("logs")); n != traces {
+		t.Errorf("%d buckets, want %d", n, traces)
+	}
+}

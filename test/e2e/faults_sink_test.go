@@ -81,6 +81,18 @@ func TestFaultsInterruptedChunkResent(t *testing.T) {
 				s = e.newSink(opt, e.store(), fastRetry)
 			}
 			flushSink(t, s, "app.log", chunk, sink.Done)
+			// Each record counts once: stored by the attempt that saw its
+			// write acknowledged, or found stored by the resend.
+			wantFound := 0
+			switch {
+			case c.restart:
+				wantFound = wantPartial
+			case c.apply:
+				wantFound = perBucket
+			}
+			if tot := s.Totals(); tot.Records != n || tot.Stored != int64(n-wantFound) || tot.Found != int64(wantFound) || tot.Parked != 0 {
+				t.Errorf("totals %+v, want %d records: %d stored, %d already stored", tot, n, n-wantFound, wantFound)
+			}
 			entries := checkBuckets(t, e.all("logs"), lim)
 			sameEntries(t, entries, want)
 			checkSeqs(t, entries, n)

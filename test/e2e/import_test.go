@@ -2,11 +2,12 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -97,9 +98,19 @@ func TestImportKilledAndRunAgain(t *testing.T) {
 	if half >= n {
 		t.Fatalf("the first run finished before the kill (%d records)", half)
 	}
-	again := exec.Command(bin, args...)
-	if b, err := again.CombinedOutput(); err != nil || !strings.Contains(string(b), fmt.Sprintf("imported %d records", n)) {
-		t.Fatalf("the second run: %v\n%s", err, b)
+	// The second run says what it stored and what the first had: all of
+	// it, once; a third finds everything there.
+	counts := regexp.MustCompile(`imported (\d+) records .*: (\d+) stored, (\d+) already there, 0 parked`)
+	for run, atLeast := range []int{half, n} {
+		b, err := exec.Command(bin, args...).CombinedOutput()
+		m := counts.FindStringSubmatch(string(b))
+		if err != nil || m == nil {
+			t.Fatalf("run %d after the kill: %v\n%s", run+1, err, b)
+		}
+		imported, stored, there := atoi(t, m[1]), atoi(t, m[2]), atoi(t, m[3])
+		if imported != n || stored+there != n || there < atLeast {
+			t.Errorf("run %d after the kill at %d: %q; want %d records, stored and already there adding up, at least %d there", run+1, half, m[0], n, atLeast)
+		}
 	}
 	// What one uninterrupted run stores, from the same file.
 	ref, _, reflog := monitored(t, e, "collection", "reference", "parser", "apache_combined", "bucket_key", "method")
@@ -116,4 +127,13 @@ func TestImportKilledAndRunAgain(t *testing.T) {
 	if _, err := r.Verify(context.Background(), mongolog.VerifyOptions{}, func(p mongolog.Problem) { ps = append(ps, p) }); err != nil || len(ps) > 0 {
 		t.Errorf("verify after the second run: %v %v", err, ps)
 	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

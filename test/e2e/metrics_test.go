@@ -138,7 +138,7 @@ func TestMetricsTwoOutputs(t *testing.T) {
 	}
 	// The summary line counts the retried chunk and its records once too.
 	e.exit("down")
-	if line := "[out_mongodb:down] stopped: 1 chunk, 2 records, 0 stored, 0 parked, 2 retries"; !waitLog(e.host, line) {
+	if line := "[out_mongodb:down] stopped: 1 chunk, 2 records, 0 stored, 0 already stored, 0 parked, 2 retries"; !waitLog(e.host, line) {
 		t.Errorf("no line %q:\n%s", line, e.host.Stderr())
 	}
 }

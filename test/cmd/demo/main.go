@@ -172,6 +172,7 @@ func report(db *mongo.Database) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\n./build/mongolog stats --database %s --collection logs:\n", database)
-	return mongolog.PrintStats(os.Stdout, windows, true)
+	// The demo's server is gone when it ends: no command to run again.
+	fmt.Println("\nwhat mongolog stats shows of them (from the bucket fields alone):")
+	return mongolog.PrintStats(os.Stdout, windows, cfg.BucketWindow, true)
 }
