@@ -5,7 +5,6 @@ package instance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -26,6 +25,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // reportEvery is how often a summary line is logged at info.
@@ -376,8 +376,8 @@ func (in *Instance) setup(ctx context.Context, coll string) error {
 
 // learnServer reads the server's buildInfo once, before the first write,
 // and caps write_batch where the server is known to need it. A server that
-// does not answer is asked again at the next setup; one that refuses is
-// written to as MongoDB.
+// does not answer or answers "not now" is asked again at the next setup;
+// one that refuses is written to as MongoDB.
 func (in *Instance) learnServer(ctx context.Context) error {
 	in.serverMu.Lock()
 	defer in.serverMu.Unlock()
@@ -389,9 +389,8 @@ func (in *Instance) learnServer(ctx context.Context) error {
 		return nil
 	}
 	info, err := in.info.BuildInfo(ctx)
-	var refused mongo.ServerError
 	switch {
-	case errors.As(err, &refused):
+	case errclass.Of(err).Refusal():
 		in.known = true
 		in.log.Debugf("buildInfo refused (%v): writing as to MongoDB", err)
 		return nil

@@ -11,6 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Logger is where the keeper reports.
@@ -129,9 +131,9 @@ func (k *Keeper) background(coll, kind string, fn func(ctx context.Context)) {
 // Prepare sets coll up before its first write: sharding and creation
 // (which must succeed when capped or sharded), then indexes and TTL. A
 // server that refuses an option gets one warning per collection and
-// writing goes on without it. An error that is not *Required is reported
-// by the caller, who writes anyway; one the server did not answer is
-// returned as it is.
+// writing goes on without it (errclass's Refusal). An error that is not
+// *Required is returned as it is: the caller waits for one that is
+// passing (no answer, an election) and writes anyway after any other.
 func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
 	if s.ShardKey != nil {
 		if err := k.shard(ctx, coll, s.ShardKey); err != nil {
@@ -148,9 +150,8 @@ func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
 	}
 	for _, keys := range s.Extra {
 		_, err := k.db.Collection(coll).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: keys})
-		var refused mongo.ServerError
 		switch {
-		case errors.As(err, &refused):
+		case errclass.Of(err).Refusal():
 			k.warnOnce("index\x00"+coll+"\x00"+FormatKeys(keys), "the server refused index %s on %s (indexes): %v", FormatKeys(keys), coll, err)
 		case err != nil:
 			return fmt.Errorf("creating index %s on %s: %w", FormatKeys(keys), coll, err)
@@ -167,10 +168,9 @@ func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
 func (k *Keeper) shard(ctx context.Context, coll string, key bson.D) error {
 	cmd := bson.D{{Key: "shardCollection", Value: k.db.Name() + "." + coll}, {Key: "key", Value: key}}
 	err := k.db.Client().Database("admin").RunCommand(ctx, cmd).Err()
-	var refused mongo.ServerError
 	switch {
-	case errors.As(err, &refused):
-		// The server answered: not a sharded cluster, not allowed.
+	case errclass.Of(err).Refusal():
+		// The server answered no: not a sharded cluster, not allowed.
 		k.warnOnce("shard_key", "shard_key: the server refused to shard %s on %s: %v (writing unsharded; further refusals are logged at debug)",
 			coll, FormatKeys(key), err)
 	case err != nil:
@@ -213,8 +213,7 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 	if exists(err) {
 		return nil
 	}
-	var refused mongo.ServerError
-	if err != nil && errors.As(err, &refused) && len(extras) > 0 {
+	if errclass.Of(err).Refusal() && len(extras) > 0 {
 		k.warnOnce("create\x00"+coll, "the server refused to create %s with %s: %v (created without them)", coll, strings.Join(extras, ", "), err)
 		err = nil
 		if s.CappedSize > 0 {

@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // ttlIndex is what a collection has of a TTL index on one field.
@@ -99,8 +101,7 @@ func (k *Keeper) settle(coll string, err error) {
 	if err == nil {
 		return
 	}
-	var refused mongo.ServerError
-	if errors.As(err, &refused) {
+	if errclass.Of(err).Refusal() {
 		k.warnOnce("ttl\x00"+coll, "%v (documents of %s do not expire by this ttl; writing goes on)", err, coll)
 		return
 	}

@@ -5,20 +5,18 @@
 package metrics
 
 import (
-	"context"
 	"errors"
 	"net"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 var (
@@ -109,22 +107,22 @@ func (o *Output) Flushed(res sink.Result, took time.Duration) {
 	retries.WithLabelValues(o.name, Reason(res.Err)).Inc()
 }
 
-// Reason sorts the error that made a flush give its chunk back.
+// Reason sorts the error that made a flush give its chunk back, by its
+// errclass kind: timeout, network, setup (a set-up that must succeed
+// before writing failed), panic, server (any other answer of the server),
+// other.
 func Reason(err error) string {
 	var setup *layout.Required
-	var server mongo.ServerError
-	switch {
-	case err == nil:
-		return "other"
-	case errors.Is(err, context.DeadlineExceeded):
+	switch k := errclass.Of(err); {
+	case k == errclass.Timeout:
 		return "timeout"
-	case mongo.IsNetworkError(err):
+	case k == errclass.Network:
 		return "network"
 	case errors.As(err, &setup):
 		return "setup"
-	case strings.Contains(err.Error(), "panic: "):
+	case k == errclass.Panic:
 		return "panic"
-	case errors.As(err, &server):
+	case k.FromServer():
 		return "server"
 	}
 	return "other"

@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
@@ -94,5 +97,63 @@ func TestSetupUnreachableRetriesTheChunk(t *testing.T) {
 	}
 	if calls != 2 {
 		t.Errorf("Setup called %d times, want 2", calls)
+	}
+}
+
+// A Setup that fails because the server answered "not now" (an election,
+// a shutdown, a lost primary) or could not be reached gives the chunk back
+// with nothing written, and the next flush runs Setup again before
+// writing: no write goes without the collection's indexes.
+func TestSetupDuringStepDownRetriesTheChunk(t *testing.T) {
+	cases := []struct {
+		name string
+		err  error
+	}{
+		{"shutdown in progress", mongo.CommandError{Code: 91, Name: "ShutdownInProgress"}},
+		{"not writable primary", mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}},
+		{"interrupted at shutdown", mongo.CommandError{Code: 11600, Name: "InterruptedAtShutdown"}},
+		{"interrupted by a state change", mongo.CommandError{Code: 11602, Name: "InterruptedDueToReplStateChange"}},
+		{"primary stepped down", mongo.CommandError{Code: 189, Name: "PrimarySteppedDown"}},
+		{"not primary, no secondary ok", mongo.CommandError{Code: 13435, Name: "NotPrimaryNoSecondaryOk"}},
+		{"not primary or secondary", mongo.CommandError{Code: 13436, Name: "NotPrimaryOrSecondary"}},
+		{"connection lost", mongo.CommandError{Labels: []string{"NetworkError"}, Message: "connection reset by peer"}},
+		{"no server selected", topology.ServerSelectionError{Wrapped: errors.New("no primary available")}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			calls := 0
+			s, chunk := setupSink(t, func(ctx context.Context, coll string) error {
+				calls++
+				if calls == 1 {
+					return fmt.Errorf("creating index {key: 1, start: 1} on %s: %w", coll, c.err)
+				}
+				return nil
+			})
+			if res := s.Flush(context.Background(), "a", chunk); res.Status != Retry || res.Stored != 0 {
+				t.Fatalf("flush during the set-up failure: %v, %d stored, want a retry with nothing stored", res.Status, res.Stored)
+			}
+			if res := s.Flush(context.Background(), "a", chunk); res.Status != Done || res.Stored != 3 {
+				t.Fatalf("flush after: %v (%v), %d stored", res.Status, res.Err, res.Stored)
+			}
+			if calls != 2 {
+				t.Errorf("Setup called %d times, want 2 (again at the next flush, not after %v)", calls, setupRetry)
+			}
+		})
+	}
+}
+
+// A Setup the server refuses for good (an option it does not support) is
+// logged and the chunk written, as before.
+func TestSetupRefusedWritesAnyway(t *testing.T) {
+	calls := 0
+	s, chunk := setupSink(t, func(context.Context, string) error {
+		calls++
+		return mongo.CommandError{Code: 115, Name: "CommandNotSupported", Message: "TTL indexes are not implemented"}
+	})
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Done || res.Stored != 3 {
+		t.Fatalf("flush: %v (%v), %d stored, want done with 3 stored", res.Status, res.Err, res.Stored)
+	}
+	if calls != 1 {
+		t.Errorf("Setup called %d times, want 1", calls)
 	}
 }

@@ -10,20 +10,19 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Mode is how records are stored.
@@ -66,7 +65,9 @@ type Options struct {
 	// Setup prepares a collection (indexes, capping, TTL) before its first
 	// write, the dead-letter collection included; nil means nothing to do.
 	// An error is logged and the write goes on, unless it is a
-	// *layout.Required error: then the chunk is retried.
+	// *layout.Required error or a passing one (errclass.Kind.Passing: no
+	// answer, an election): then the chunk is retried, and the next flush
+	// runs Setup again.
 	Setup func(ctx context.Context, coll string) error
 }
 
@@ -448,9 +449,10 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 		s.ready.Store(coll, true)
 	case errors.As(err, &required):
 		return err
-	case unreachable(err):
-		// Not a refusal: the server did not answer. The chunk waits, and
-		// the next flush sets the collection up before writing.
+	case errclass.Of(err).Passing():
+		// Not a refusal: the server did not answer, or answered "not now"
+		// (an election). The chunk waits, and the next flush sets the
+		// collection up before writing.
 		return fmt.Errorf("preparing collection %s: %w", coll, err)
 	default:
 		s.ready.Store(coll, time.Now())
@@ -475,7 +477,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	// records to write are decided there.
 	var jobs []writer.Job
 	var outs []writer.Outcome
-	err := guard(func() (err error) {
+	err := errclass.Guard(func() (err error) {
 		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
 			f.found, f.storedBefore = len(stored) > 0, len(stored)
 			for _, g := range groups {
@@ -551,24 +553,6 @@ func (l *limited) InsertMany(ctx context.Context, coll string, docs []bson.Raw) 
 	}
 	defer l.release()
 	return l.Store.InsertMany(ctx, coll, docs)
-}
-
-// unreachable reports whether err says the server did not answer (rather
-// than refused).
-func unreachable(err error) bool {
-	return mongo.IsNetworkError(err) || mongo.IsTimeout(err) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, context.Canceled)
-}
-
-// guard runs fn and turns a panic into an error, so a bug below a flush
-// goroutine costs a retry of the chunk, not the agent.
-func guard(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return fn()
 }
 
 // flatPrefix gives each flat document a deterministic ObjectID (the record's

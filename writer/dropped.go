@@ -2,12 +2,12 @@ package writer
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // dropsToPark is how many times in a row a record written alone must lose
@@ -66,6 +66,5 @@ func control(ctx context.Context, store Store, coll string, size int) error {
 // answered reports whether err, the outcome of a command, came from the
 // server: nil, or an error the server sent.
 func answered(err error) bool {
-	return err == nil || !(mongo.IsNetworkError(err) || mongo.IsTimeout(err) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+	return !errclass.Of(err).Unanswered()
 }
