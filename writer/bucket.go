@@ -306,12 +306,6 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 	return bson.Raw(f.Build())
 }
 
-// suspectAfter is how many network errors in a row a write of several
-// records may meet, the server answering a ping after the last, before it
-// is split in halves: some MongoDB-compatible servers drop the connection
-// on values they do not support. Splitting costs nothing but commands.
-const suspectAfter = 2
-
 // Job is the records of one group to write, in chunk order. Limit, when
 // above 0, caps the records per write (an earlier attempt's Outcome.Limit).
 // Drops holds, by record index, the connections a record written alone
@@ -397,56 +391,25 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 	return outs, err
 }
 
-// rounds runs the writes of ws until every group is done.
+// rounds runs the writes of ws until every group is done: each round
+// plans the next write of every group not done, sends them, and feeds each
+// statement's outcome back to its group's protocol.
 func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 	active := ws
-	// lost counts the rounds in a row in which a command of several
-	// statements lost its connection.
-	lost := 0
+	lost := 0 // the rounds in a row in which a command of several statements lost its connection
 	for {
-		round := active[:0:0]
-		for _, w := range active {
-			if w.plan() {
-				round = append(round, w)
-			}
-		}
-		if len(round) == 0 {
+		if active = b.plan(active); len(active) == 0 {
 			return nil
 		}
-		active = round
-		cmds := b.commands(round)
-		errs := make([][]error, len(cmds))
-		var wg sync.WaitGroup
+		cmds := b.commands(active)
+		errs := b.send(ctx, cmds)
+		sharedLost := false
 		for i, c := range cmds {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() {
-					if r := recover(); r != nil {
-						err := fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-						errs[i] = slices.Repeat([]error{err}, len(c))
-					}
-				}()
-				ups := make([]Upsert, len(c))
-				for j, w := range c {
-					ups[j] = w.stmt
-				}
-				errs[i] = b.store.Upserts(ctx, b.collection(c[0].g), ups)
-			}()
+			sharedLost = sharedLost || len(c) > 1 && mongo.IsNetworkError(errs[i][0])
 		}
-		wg.Wait()
-		// A command of several statements that keeps losing its
-		// connection while the server answers carries content the server
-		// drops connections on: its statements are sent alone from then
-		// on, where each write's own suspicion finds it.
-		shared := false
-		for i, c := range cmds {
-			shared = shared || len(c) > 1 && mongo.IsNetworkError(errs[i][0])
-		}
-		if lost++; !shared {
-			lost = 0
-		}
-		split := shared && lost >= suspectAfter && ctx.Err() == nil && b.store.Ping(ctx) == nil
+		var split bool
+		lost, split = splitNext(lost, sharedLost)
+		split = split && b.answers(ctx)
 		var (
 			wait  int
 			slow  *groupWrite
@@ -454,12 +417,9 @@ func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 		)
 		for i, c := range cmds {
 			for j, w := range c {
-				backoff, err := w.settle(ctx, errs[i][j], len(c) > 1)
+				backoff, err := b.settle(ctx, w, replied{err: errs[i][j], shared: len(c) > 1, split: split})
 				if err != nil {
 					fails = append(fails, err)
-				}
-				if len(c) > 1 && split {
-					w.alone = true
 				}
 				if backoff > wait {
 					wait, slow = backoff, w
@@ -477,6 +437,122 @@ func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 	}
 }
 
+// plan returns the writes of ws that have a next write, its statement
+// built.
+func (b *Buckets) plan(ws []*groupWrite) []*groupWrite {
+	round := ws[:0:0]
+	for _, w := range ws {
+		if w.next(planNext{}).kind == actWrite {
+			w.encode()
+			round = append(round, w)
+		}
+	}
+	return round
+}
+
+// send sends each command and returns each statement's error.
+func (b *Buckets) send(ctx context.Context, cmds [][]*groupWrite) [][]error {
+	errs := make([][]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					err := fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+					errs[i] = slices.Repeat([]error{err}, len(c))
+				}
+			}()
+			ups := make([]Upsert, len(c))
+			for j, w := range c {
+				ups[j] = w.stmt
+			}
+			errs[i] = b.store.Upserts(ctx, b.collection(c[0].g), ups)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// settle feeds the reply r to w's protocol and carries out what it asks
+// until the next round. backoff, above 0, is the attempt number to wait for
+// before the write is repeated; an error ends the flush.
+func (b *Buckets) settle(ctx context.Context, w *groupWrite, r replied) (backoff int, _ error) {
+	r.adds, r.vals, r.bytes = w.adds, w.vals, len(w.stmt.Update)
+	w.putBuffer()
+	a := w.next(r)
+	for {
+		switch a.kind {
+		case actPing:
+			a = w.next(pinged(b.answers(ctx)))
+		case actControl:
+			a = w.next(sendControl(ctx, b.store, b.collection(w.g), a.bytes))
+		case actRead:
+			rd, err := b.read(ctx, w, a)
+			if err != nil && !rd.found {
+				return 0, err
+			}
+			a = w.next(rd)
+		case actBackoff:
+			return a.attempt, nil
+		case actFail:
+			return 0, a.err
+		default:
+			return 0, nil
+		}
+	}
+}
+
+// answers reports whether the server answers a ping before the flush's
+// deadline.
+func (b *Buckets) answers(ctx context.Context) bool {
+	return ctx.Err() == nil && b.store.Ping(ctx) == nil
+}
+
+// read reads the bucket the write of w.p missed, as a asks. When the bucket
+// holds a write of this chunk at p.count, an earlier attempt of p (whose
+// outcome was unknown) was applied: read compares the entries and says how
+// many of w.recs, in order, it stored.
+func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead, error) {
+	g, p := w.g, w.p
+	id := bucketer.BucketID(g.ID, p.seq)
+	var (
+		doc bson.Raw
+		err error
+	)
+	if a.newest {
+		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
+	} else {
+		q := Query{Projection: fillProjection}
+		if a.entries {
+			q.Projection = entriesProjection
+		}
+		doc, err = b.findOne(ctx, g, idFilter(id), q)
+	}
+	if err != nil {
+		return bucketRead{}, fmt.Errorf("reading bucket %s: %w", id, err)
+	}
+	if doc == nil {
+		return bucketRead{}, nil
+	}
+	r := bucketRead{found: true, seq: p.seq, values: heldValues(doc)}
+	if s, ok := doc.Lookup("seq").AsInt64OK(); ok {
+		r.seq = int(s)
+	}
+	r.count, r.bytes = fill(doc)
+	if r.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, w.tag) {
+		if _, ok := doc.Lookup("logs").ArrayOK(); !ok {
+			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
+				r.gone, r.err = true, err
+				return r, err
+			}
+		}
+		r.applied = appliedAt(doc, p.count, w.tag, w.recs)
+	}
+	return r, nil
+}
+
 // commands splits the writes of a round into commands: by collection, up
 // to WriteBatch statements each, a write to be sent alone in one of its own.
 func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
@@ -484,65 +560,53 @@ func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
 	if c := int(b.batchCap.Load()); c > 0 {
 		size = min(size, c)
 	}
+	colls, own := make([]string, len(round)), make([]bool, len(round))
+	for i, w := range round {
+		colls[i], own[i] = b.collection(w.g), w.ownCommand()
+	}
 	var cmds [][]*groupWrite
-	open := map[string]int{} // collection -> its command being filled
-	for _, w := range round {
-		coll := b.collection(w.g)
-		if w.alone || w.suspect > 0 {
-			cmds = append(cmds, []*groupWrite{w})
-			continue
+	for _, idx := range batch(colls, own, size) {
+		c := make([]*groupWrite, len(idx))
+		for j, i := range idx {
+			c[j] = round[i]
 		}
-		i, ok := open[coll]
-		if !ok || len(cmds[i]) >= size {
-			i = len(cmds)
-			open[coll] = i
-			cmds = append(cmds, nil)
-		}
-		cmds[i] = append(cmds[i], w)
+		cmds = append(cmds, c)
 	}
 	return cmds
 }
 
-// groupWrite is the writing of one group's records: one write at a time,
-// each planned from where the last left the group's bucket.
+// groupWrite is the writing of one group's records: its protocol, and the
+// statement of the write it planned.
 type groupWrite struct {
-	b      *Buckets
-	g      *bucketer.Group
-	st     *groupState
-	recs   []*parser.Record // not yet written
-	tag    uint32
-	header int // the bytes of a bucket beside its entries and ops
-	extra  int // the bytes per entry of its counted values
-	limit  int // while suspect > 0, the records per write
-	// While suspect > 0, the next suspect records are written at most
-	// limit at a time.
-	suspect int
-	p       *part // the write being made, nil when none is planned
-	// doubt: a write to bucket p.seq at p.count may have been applied.
-	doubt                         bool
-	alone                         bool // send the next write in a command of its own
-	attempt, netErrs, unexplained int
-	// lone counts the connections the write of one record has lost in a
-	// row, each followed by an answered control (see Dropped); drops are
-	// earlier attempts' counts, by record index.
-	lone  int
-	drops map[int]int
-	err   error // the last error of the write
-	stmt  Upsert
-	buf   *[]byte           // holds stmt.Update
-	size  int               // the bytes the write adds
-	vals  []bucketer.Values // the keep_values values it adds
-	out   Outcome
+	groupProto
+	b    *Buckets
+	g    *bucketer.Group
+	tag  uint32
+	stmt Upsert
+	buf  *[]byte           // holds stmt.Update
+	adds int               // the bytes the write adds
+	vals []bucketer.Values // the keep_values values it adds
 }
 
 func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
-	w := &groupWrite{b: b, g: j.Group, st: st, recs: j.Recs, tag: ChunkTag(chunkID),
-		header: b.header(j.Group), extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160, limit: j.Limit,
-		drops: j.Drops}
-	if j.Limit > 0 {
-		w.suspect = len(j.Recs)
+	size := sizing{maxRecords: b.cfg.MaxRecords, maxBytes: b.cfg.MaxBytes, header: b.header(j.Group),
+		extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160}
+	return &groupWrite{groupProto: newGroupProto(st, size, j), b: b, g: j.Group, tag: ChunkTag(chunkID)}
+}
+
+// encode builds the statement of the write planned.
+func (w *groupWrite) encode() {
+	b, st := w.b, w.st
+	batch := w.recs[:w.p.n]
+	sum := b.grouper.Summarize(batch)
+	w.adds = sum.Bytes + w.p.n*w.size.extra + st.capValues(&sum)
+	w.vals = sum.Values
+	if b.cfg.Idempotent {
+		w.adds += opsBytes(w.p.n)
 	}
-	return w
+	w.putBuffer()
+	w.buf = b.buffers.Get().(*[]byte)
+	w.stmt = Upsert{Filter: b.filter(w.g, w.p), Update: b.update((*w.buf)[:0], w.g, w.p, batch, sum, w.adds, w.tag)}
 }
 
 func (w *groupWrite) putBuffer() {
@@ -551,221 +615,6 @@ func (w *groupWrite) putBuffer() {
 		w.b.buffers.Put(w.buf)
 		w.buf, w.stmt = nil, Upsert{}
 	}
-}
-
-func (w *groupWrite) outcome() Outcome {
-	out := w.out
-	if w.suspect > 0 {
-		out.Limit = w.limit
-	}
-	if w.p != nil && w.p.n == 1 && w.lone > 0 {
-		out.Drops = map[int]int{w.recs[0].Index: w.lone}
-	}
-	return out
-}
-
-// park parks the first record not written with reason.
-func (w *groupWrite) park(reason string) {
-	w.out.Poison = append(w.out.Poison, Parked{w.recs[0].Index, reason})
-	w.recs = w.recs[1:]
-	w.suspect = max(w.suspect-1, 0)
-	w.p = nil
-}
-
-// plan prepares the group's next write in w.stmt and reports whether there
-// is one: false when every record is written or parked.
-func (w *groupWrite) plan() bool {
-	b, st := w.b, w.st
-	for len(w.recs) > 0 {
-		if w.p == nil {
-			room := b.cfg.MaxRecords - st.count
-			if w.suspect > 0 {
-				room = min(room, w.limit)
-			}
-			k := bucketer.Fit(w.recs, room, b.cfg.MaxBytes-w.header-st.bytes-opElemBytes, w.extra+1)
-			if k == 0 {
-				if st.count == 0 {
-					w.park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
-						len(w.recs[0].Doc), b.cfg.MaxBytes))
-					continue
-				}
-				st.next()
-				continue
-			}
-			w.p = &part{seq: st.seq, count: st.count, n: k}
-			w.attempt, w.netErrs, w.lone = 0, 0, 0
-			if k == 1 {
-				w.lone = w.drops[w.recs[0].Index]
-			}
-		}
-		batch := w.recs[:w.p.n]
-		sum := b.grouper.Summarize(batch)
-		w.size = sum.Bytes + w.p.n*w.extra + st.capValues(&sum)
-		w.vals = sum.Values
-		if b.cfg.Idempotent {
-			w.size += opsBytes(w.p.n)
-		}
-		w.putBuffer()
-		w.buf = b.buffers.Get().(*[]byte)
-		w.stmt = Upsert{Filter: b.filter(w.g, w.p), Update: b.update((*w.buf)[:0], w.g, w.p, batch, sum, w.size, w.tag)}
-		return true
-	}
-	return false
-}
-
-// settle handles the outcome of the write plan prepared. shared says err
-// came from a command of several statements: a lost connection there says
-// nothing of this statement's content. backoff, above 0, is the attempt
-// number to wait for before the write is repeated; an error ends the flush.
-func (w *groupWrite) settle(ctx context.Context, err error, shared bool) (backoff int, _ error) {
-	b, st, p := w.b, w.st, w.p
-	size := len(w.stmt.Update)
-	w.putBuffer()
-	w.err = err
-	if !shared {
-		w.alone = false
-	}
-	class := Classify(err)
-	var unconfirmed *Unconfirmed
-	if errors.As(err, &unconfirmed) {
-		// Repeated alone, it applies at most once and says so.
-		w.doubt, w.alone = true, true
-		return 0, nil
-	}
-	if class == Transient && mongo.IsNetworkError(err) && !shared && p.n > 1 {
-		// Once a search is under way, the content around it is suspect
-		// from the first dropped connection.
-		if w.netErrs++; (w.netErrs >= suspectAfter || w.limit > 0) && ctx.Err() == nil && b.store.Ping(ctx) == nil {
-			class = Poison
-		}
-	}
-	if class == Transient && mongo.IsNetworkError(err) && !shared && p.n == 1 {
-		// One record alone: parked only on the evidence of Dropped, and
-		// only if it is not stored already.
-		w.doubt = true
-		if !Dropped(ctx, b.store, b.collection(w.g), size, &w.lone) {
-			if w.lone > 0 && ctx.Err() == nil {
-				return 0, nil // the server answers: repeat at once
-			}
-			w.attempt++
-			return w.attempt, nil
-		}
-		class = Poison
-		err = fmt.Errorf("the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %w", w.lone, err)
-	}
-	if class == Poison && p.n == 1 && w.doubt {
-		// An earlier attempt may have stored the record: a record is
-		// never both stored and parked.
-		n, changed, rerr := b.resolve(ctx, w.g, st, p, true, w.tag, w.recs)
-		switch {
-		case rerr != nil:
-			return 0, rerr
-		case n > 0 || changed:
-			// Stored by an earlier attempt, or another writer moved the
-			// bucket on: write it again where it now goes.
-			w.found(n)
-			w.p = nil
-			return 0, nil
-		}
-	}
-	switch class {
-	case OK:
-		st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+w.size, true
-		st.addValues(w.vals)
-		w.out.Stored += p.n
-		if p.count == 0 {
-			w.out.Created++ // no bucket holds 0 entries: this write inserted it
-		}
-		w.recs = w.recs[p.n:]
-		w.suspect = max(w.suspect-p.n, 0)
-		w.p, w.doubt, w.unexplained = nil, false, 0
-	case Duplicate:
-		// All of recs, not only this write: the write applied may have
-		// been a larger one, cut in halves after its outcome was lost.
-		n, changed, rerr := b.resolve(ctx, w.g, st, p, w.doubt, w.tag, w.recs)
-		if rerr != nil {
-			return 0, rerr
-		}
-		if n > 0 {
-			// An earlier attempt of this write (or of a larger one that
-			// held it) was applied.
-			w.found(n)
-			w.unexplained = 0
-		} else if !changed {
-			// Nothing explains the collision with the bucket as read:
-			// another unique index refuses this content.
-			if w.unexplained++; w.unexplained >= 2 {
-				class = Poison
-				break
-			}
-		}
-		w.p = nil
-	case Conflict, Transient:
-		w.doubt = w.doubt || class == Transient
-		w.attempt++
-		return w.attempt, nil
-	}
-	if class == Poison {
-		if p.n > 1 {
-			w.suspect = max(w.suspect, p.n)
-			w.limit = (p.n + 1) / 2
-			w.p = nil
-		} else {
-			w.park("refused by MongoDB: " + err.Error())
-		}
-	}
-	return 0, nil
-}
-
-// found takes the first n records, which resolve found stored by an
-// earlier attempt, as written; the doubt is settled.
-func (w *groupWrite) found(n int) {
-	w.out.Stored += n
-	w.recs = w.recs[n:]
-	w.suspect = max(w.suspect-n, 0)
-	w.doubt = false
-}
-
-// resolve reads the bucket a write of p missed and updates st to it; on a
-// group this process has not seen yet, the group's newest bucket, so that a
-// restart does not walk up to it. When the bucket holds a write of this
-// chunk at p.count, an earlier attempt of p (whose outcome was unknown) was
-// applied: resolve compares the entries and returns how many of recs, in
-// order, it stored. With doubt the first read brings the entries along.
-// changed reports whether the bucket differs from what p assumed.
-func (b *Buckets) resolve(ctx context.Context, g *bucketer.Group, st *groupState, p *part, doubt bool, tag uint32, recs []*parser.Record) (applied int, changed bool, err error) {
-	id := bucketer.BucketID(g.ID, p.seq)
-	var doc bson.Raw
-	if !st.known && !doubt {
-		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
-	} else {
-		q := Query{Projection: fillProjection}
-		if doubt {
-			q.Projection = entriesProjection
-		}
-		doc, err = b.findOne(ctx, g, idFilter(id), q)
-	}
-	if err != nil {
-		return 0, false, fmt.Errorf("reading bucket %s: %w", id, err)
-	}
-	st.seq, st.count, st.bytes, st.known, st.values = p.seq, 0, 0, true, nil
-	if doc == nil {
-		return 0, p.count != 0, nil
-	}
-	if s, ok := doc.Lookup("seq").AsInt64OK(); ok {
-		st.seq = int(s)
-	}
-	st.count, st.bytes = fill(doc)
-	st.values = heldValues(doc)
-	if st.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, tag) {
-		if _, ok := doc.Lookup("logs").ArrayOK(); !ok {
-			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
-				return 0, true, err
-			}
-		}
-		applied = appliedAt(doc, p.count, tag, recs)
-	}
-	return applied, st.seq != p.seq || st.count != p.count, nil
 }
 
 // findOne returns the first document of g's collection matching filter, or

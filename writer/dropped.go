@@ -31,14 +31,41 @@ const maxControl = 4 << 20
 // or the network is failing, not the record. When the flush's deadline
 // ends the count, it stands for the chunk's next attempt.
 func Dropped(ctx context.Context, store Store, coll string, size int, drops *int) bool {
+	return countDrop(drops, sendControl(ctx, store, coll, size))
+}
+
+// probe is the outcome of a control command.
+type probe uint8
+
+const (
+	probeEnded    probe = iota // the flush's deadline passed: no evidence
+	probeLost                  // no answer: the server or the network is failing
+	probeAnswered              // the server answered a command as large
+)
+
+// sendControl sends the control command of size bytes, unless the flush's
+// deadline has passed.
+func sendControl(ctx context.Context, store Store, coll string, size int) probe {
 	if ctx.Err() != nil {
-		return false
+		return probeEnded
 	}
 	err := control(ctx, store, coll, size)
 	switch {
 	case ctx.Err() != nil:
-		return false
+		return probeEnded
 	case !answered(err):
+		return probeLost
+	}
+	return probeAnswered
+}
+
+// countDrop counts a lost connection followed by the control's outcome p
+// in drops and reports whether the evidence is complete.
+func countDrop(drops *int, p probe) bool {
+	switch p {
+	case probeEnded:
+		return false
+	case probeLost:
 		*drops = 0
 		return false
 	}

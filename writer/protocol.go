@@ -1,0 +1,475 @@
+package writer
+
+import (
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+)
+
+// The bucket protocol, as transitions: what one group's write does next,
+// decided from its state and the outcome of the last thing it did. Nothing
+// here sends a command, reads a clock or waits: the executor (rounds)
+// carries out each action and feeds its outcome back through next.
+//
+// A group write plans a write (write: send the statement of p), sends it
+// with the round's other statements, and takes its reply: the records are
+// stored (plan the next write), the write missed the bucket (read it), the
+// reply is lost or not shown (repeat, alone), the connection dropped on the
+// write alone (ping, or for one record send the control; see Dropped), the
+// server is busy (back off), or the content is refused (split the write in
+// halves, or park the record). It ends when every record is stored or
+// parked (done).
+
+// actKind is what a group write asks the executor to do.
+type actKind uint8
+
+const (
+	// actWrite: send the statement of the planned write p.
+	actWrite actKind = iota
+	// actRound: nothing before the next round, which plans again (a new
+	// write, or the same one repeated at once).
+	actRound
+	// actBackoff: wait before attempt number attempt, then repeat the write
+	// in the next round.
+	actBackoff
+	// actPing: ask whether the server answers on another connection.
+	actPing
+	// actControl: send the control command of bytes bytes (see Dropped).
+	actControl
+	// actRead: read the bucket p missed (newest: the group's newest bucket
+	// instead; entries: with its logs).
+	actRead
+	// actDone: every record is stored or parked.
+	actDone
+	// actFail: the flush ends with err (a read failed, or the executor
+	// fed an outcome the write was not waiting for).
+	actFail
+)
+
+func (k actKind) String() string {
+	return [...]string{"write", "round", "backoff", "ping", "control", "read", "done", "fail"}[k]
+}
+
+// action is the next step of a group write.
+type action struct {
+	kind    actKind
+	attempt int  // actBackoff
+	bytes   int  // actControl
+	newest  bool // actRead
+	entries bool // actRead
+	err     error
+}
+
+func (a action) String() string {
+	switch a.kind {
+	case actBackoff:
+		return fmt.Sprintf("backoff %d", a.attempt)
+	case actControl:
+		return fmt.Sprintf("control %d", a.bytes)
+	case actRead:
+		switch {
+		case a.newest:
+			return "read newest"
+		case a.entries:
+			return "read entries"
+		}
+		return "read"
+	}
+	return a.kind.String()
+}
+
+// phase is what a group write waits for.
+type phase uint8
+
+const (
+	idle          phase = iota // a plan (planNext)
+	sent                       // the reply to its statement (replied)
+	pinging                    // the answer to a ping (pinged)
+	probing                    // the control's outcome (probe)
+	readingDup                 // the bucket a write missed (bucketRead)
+	readingPoison              // the bucket, before parking a record in doubt (bucketRead)
+	finished                   // nothing
+)
+
+// An event is the outcome of the last action, fed to next.
+type event interface{ isEvent() }
+
+// planNext starts a round: plan the next write.
+type planNext struct{}
+
+// replied is the outcome of the statement of p. shared: it was one of
+// several statements of a command; split: that command lost its connection
+// often enough that its statements go alone from now on (see splitNext).
+// adds and vals are what the write adds to the bucket (bytes counted, and
+// keep_values values); bytes is the statement's size.
+type replied struct {
+	err           error
+	shared, split bool
+	adds, bytes   int
+	vals          []bucketer.Values
+}
+
+// pinged is whether the server answered a ping (false too when the flush
+// deadline had passed).
+type pinged bool
+
+// bucketRead is what a read of the bucket a write missed found: nothing, or
+// the bucket's state; applied is how many of the records not yet written,
+// in order, it holds from the position the write assumed, written by this
+// chunk (an earlier attempt whose outcome was unknown); gone: a second
+// read, for the entries, found it no more; err: that read failed, which
+// ends the flush.
+type bucketRead struct {
+	found             bool
+	seq, count, bytes int
+	values            map[string]map[string]bool
+	applied           int
+	gone              bool
+	err               error
+}
+
+func (planNext) isEvent()   {}
+func (replied) isEvent()    {}
+func (pinged) isEvent()     {}
+func (probe) isEvent()      {}
+func (bucketRead) isEvent() {}
+
+// sizing is what decides how many records one write takes.
+type sizing struct {
+	maxRecords, maxBytes int
+	header               int // the bytes of a bucket beside its entries and ops
+	extra                int // the bytes per entry of its counted values
+}
+
+// groupProto is the state of one group's write: plain data, changed only
+// by next.
+type groupProto struct {
+	st    *groupState
+	size  sizing
+	recs  []*parser.Record // not yet written
+	limit int              // while suspect > 0, the records per write
+	// While suspect > 0, the next suspect records are written at most
+	// limit at a time.
+	suspect int
+	p       *part // the write being made, nil when none is planned
+	// doubt: a write to bucket p.seq at p.count may have been applied.
+	doubt                         bool
+	alone                         bool // send the next write in a command of its own
+	attempt, netErrs, unexplained int
+	// lone counts the connections the write of one record has lost in a
+	// row, each followed by an answered control (see Dropped); drops are
+	// earlier attempts' counts, by record index.
+	lone  int
+	drops map[int]int
+	err   error // the last error of the write
+	cause error // why a record in doubt is to be parked, once read
+	phase phase
+	out   Outcome
+}
+
+func newGroupProto(st *groupState, size sizing, j Job) groupProto {
+	m := groupProto{st: st, size: size, recs: j.Recs, limit: j.Limit, drops: j.Drops}
+	if j.Limit > 0 {
+		m.suspect = len(j.Recs)
+	}
+	return m
+}
+
+// next takes the outcome of the last action and returns the next.
+func (m *groupProto) next(e event) action {
+	switch e := e.(type) {
+	case planNext:
+		if m.phase == idle || m.phase == finished {
+			return m.plan()
+		}
+	case replied:
+		if m.phase == sent {
+			return m.replied(e)
+		}
+	case pinged:
+		if m.phase == pinging {
+			return m.pinged(bool(e))
+		}
+	case probe:
+		if m.phase == probing {
+			return m.probed(e)
+		}
+	case bucketRead:
+		if m.phase == readingDup || m.phase == readingPoison {
+			return m.read(e)
+		}
+	}
+	return action{kind: actFail, err: fmt.Errorf("bucket write: %T while waiting in phase %d", e, m.phase)}
+}
+
+// ownCommand reports whether the next write goes in a command of its own.
+func (m *groupProto) ownCommand() bool { return m.alone || m.suspect > 0 }
+
+// plan plans the next write: as many of the records as fit the bucket, or
+// the next bucket when none does, or a record parked that fits no bucket.
+func (m *groupProto) plan() action {
+	st := m.st
+	for len(m.recs) > 0 {
+		if m.p == nil {
+			room := m.size.maxRecords - st.count
+			if m.suspect > 0 {
+				room = min(room, m.limit)
+			}
+			k := bucketer.Fit(m.recs, room, m.size.maxBytes-m.size.header-st.bytes-opElemBytes, m.size.extra+1)
+			if k == 0 {
+				if st.count == 0 {
+					m.park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
+						len(m.recs[0].Doc), m.size.maxBytes))
+					continue
+				}
+				st.next()
+				continue
+			}
+			m.p = &part{seq: st.seq, count: st.count, n: k}
+			m.attempt, m.netErrs, m.lone = 0, 0, 0
+			if k == 1 {
+				m.lone = m.drops[m.recs[0].Index]
+			}
+		}
+		m.phase = sent
+		return action{kind: actWrite}
+	}
+	m.phase = finished
+	return action{kind: actDone}
+}
+
+// replied takes the reply to the write's statement. A lost connection in a
+// command of several statements says nothing of this statement's content.
+func (m *groupProto) replied(r replied) action {
+	m.err = r.err
+	if !r.shared {
+		m.alone = false
+	}
+	if r.shared && r.split {
+		m.alone = true
+	}
+	class := Classify(r.err)
+	network := class == Transient && mongo.IsNetworkError(r.err)
+	var unconfirmed *Unconfirmed
+	switch {
+	case errors.As(r.err, &unconfirmed):
+		// Repeated alone, it applies at most once and says so.
+		m.doubt, m.alone = true, true
+		return m.round()
+	case class == OK:
+		m.stored(r.adds, r.vals)
+		return m.round()
+	case network && !r.shared && m.p.n > 1 && (m.netErrs+1 >= suspectAfter || m.limit > 0):
+		// Once a search is under way, the content around it is suspect
+		// from the first dropped connection; it is, if the server answers.
+		m.netErrs++
+		m.phase = pinging
+		return action{kind: actPing}
+	case network && !r.shared && m.p.n > 1:
+		m.netErrs++
+	case network && !r.shared && m.p.n == 1:
+		// One record alone: parked only on the evidence of Dropped, and
+		// only if it is not stored already.
+		m.doubt = true
+		m.phase = probing
+		return action{kind: actControl, bytes: r.bytes}
+	}
+	return m.settle(class, r.err)
+}
+
+// settle decides on a write's outcome of class.
+func (m *groupProto) settle(class Class, err error) action {
+	switch {
+	case class == Poison && m.p.n == 1 && m.doubt:
+		// An earlier attempt may have stored the record: a record is
+		// never both stored and parked.
+		m.cause, m.phase = err, readingPoison
+		return m.readBucket(true)
+	case class == Poison:
+		return m.poison(err)
+	case class == Duplicate:
+		// Read with all of recs, not only this write: the write applied
+		// may have been a larger one, cut in halves after its outcome was
+		// lost.
+		m.phase = readingDup
+		return m.readBucket(m.doubt)
+	}
+	// Conflict, Transient
+	m.doubt = m.doubt || class == Transient
+	return m.backoff()
+}
+
+func (m *groupProto) pinged(answered bool) action {
+	if answered {
+		return m.poison(m.err)
+	}
+	return m.settle(Transient, m.err)
+}
+
+func (m *groupProto) probed(r probe) action {
+	if !countDrop(&m.lone, r) {
+		if m.lone > 0 && r == probeAnswered {
+			return m.round() // the server answers: repeat at once
+		}
+		return m.backoff()
+	}
+	return m.settle(Poison, fmt.Errorf("the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %w", m.lone, m.err))
+}
+
+// readBucket asks for the bucket p missed; on a group this process has not
+// seen yet, the group's newest bucket, so that a restart does not walk up
+// to it. With doubt the entries come along.
+func (m *groupProto) readBucket(doubt bool) action {
+	return action{kind: actRead, newest: !m.st.known && !doubt, entries: doubt}
+}
+
+// read takes the bucket as read: the group's state moves to it.
+func (m *groupProto) read(r bucketRead) action {
+	st, p := m.st, m.p
+	st.seq, st.count, st.bytes, st.known, st.values = p.seq, 0, 0, true, nil
+	if r.found {
+		st.seq, st.count, st.bytes, st.values = r.seq, r.count, r.bytes, r.values
+	}
+	if r.err != nil {
+		return action{kind: actFail, err: r.err}
+	}
+	changed := r.gone || st.seq != p.seq || st.count != p.count
+	n := r.applied
+	if m.phase == readingPoison {
+		if n > 0 || changed {
+			// Stored by an earlier attempt, or another writer moved the
+			// bucket on: write it again where it now goes.
+			m.found(n)
+			m.p = nil
+			return m.round()
+		}
+		return m.poison(m.cause)
+	}
+	if n > 0 {
+		// An earlier attempt of this write (or of a larger one that held
+		// it) was applied.
+		m.found(n)
+		m.unexplained = 0
+	} else if !changed {
+		// Nothing explains the collision with the bucket as read: another
+		// unique index refuses this content.
+		if m.unexplained++; m.unexplained >= 2 {
+			return m.poison(m.err)
+		}
+	}
+	m.p = nil
+	return m.round()
+}
+
+// stored takes the write of p as applied.
+func (m *groupProto) stored(adds int, vals []bucketer.Values) {
+	st, p := m.st, m.p
+	st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+adds, true
+	st.addValues(vals)
+	m.out.Stored += p.n
+	if p.count == 0 {
+		m.out.Created++ // no bucket holds 0 entries: this write inserted it
+	}
+	m.recs = m.recs[p.n:]
+	m.suspect = max(m.suspect-p.n, 0)
+	m.p, m.doubt, m.unexplained = nil, false, 0
+}
+
+// found takes the first n records, which a read found stored by an earlier
+// attempt, as written; the doubt is settled.
+func (m *groupProto) found(n int) {
+	m.out.Stored += n
+	m.recs = m.recs[n:]
+	m.suspect = max(m.suspect-n, 0)
+	m.doubt = false
+}
+
+// poison handles content refused: a write of several records is split in
+// halves, a record alone is parked.
+func (m *groupProto) poison(err error) action {
+	if n := m.p.n; n > 1 {
+		m.suspect = max(m.suspect, n)
+		m.limit = (n + 1) / 2
+		m.p = nil
+	} else {
+		m.park("refused by MongoDB: " + err.Error())
+	}
+	return m.round()
+}
+
+// park parks the first record not written with reason.
+func (m *groupProto) park(reason string) {
+	m.out.Poison = append(m.out.Poison, Parked{m.recs[0].Index, reason})
+	m.recs = m.recs[1:]
+	m.suspect = max(m.suspect-1, 0)
+	m.p = nil
+}
+
+func (m *groupProto) round() action {
+	m.phase = idle
+	return action{kind: actRound}
+}
+
+func (m *groupProto) backoff() action {
+	m.attempt++
+	m.phase = idle
+	return action{kind: actBackoff, attempt: m.attempt}
+}
+
+// outcome is what the write achieved so far.
+func (m *groupProto) outcome() Outcome {
+	out := m.out
+	if m.suspect > 0 {
+		out.Limit = m.limit
+	}
+	if m.p != nil && m.p.n == 1 && m.lone > 0 {
+		out.Drops = map[int]int{m.recs[0].Index: m.lone}
+	}
+	return out
+}
+
+// suspectAfter is how many network errors in a row a write of several
+// records may meet, the server answering a ping after the last, before it
+// is split in halves: some MongoDB-compatible servers drop the connection
+// on values they do not support. Splitting costs nothing but commands.
+const suspectAfter = 2
+
+// splitNext counts the rounds in a row in which a command of several
+// statements lost its connection (lost, before this round), and reports
+// whether the shared commands' statements are to be sent alone, if the
+// server answers a ping: a command that keeps losing its connection while
+// the server answers carries content the server drops connections on,
+// which each write's own suspicion then finds.
+func splitNext(lost int, sharedLost bool) (int, bool) {
+	if !sharedLost {
+		return 0, false
+	}
+	return lost + 1, lost+1 >= suspectAfter
+}
+
+// batch splits the writes of a round into commands, as indexes into colls
+// (each write's collection): by collection, up to size statements each, a
+// write to be sent alone in one of its own.
+func batch(colls []string, own []bool, size int) [][]int {
+	size = max(size, 1)
+	var cmds [][]int
+	open := map[string]int{} // collection -> its command being filled
+	for w, coll := range colls {
+		if own[w] {
+			cmds = append(cmds, []int{w})
+			continue
+		}
+		i, ok := open[coll]
+		if !ok || len(cmds[i]) >= size {
+			i = len(cmds)
+			open[coll] = i
+			cmds = append(cmds, nil)
+		}
+		cmds[i] = append(cmds[i], w)
+	}
+	return cmds
+}
