@@ -1,0 +1,63 @@
+package sink
+
+import (
+	"context"
+	"maps"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
+)
+
+// writeBuckets writes the chunk's groups after one read for what earlier
+// attempts of the chunk stored.
+func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
+	var groups []*bucketer.Group
+	colls, parts := s.route(f)
+	for i, coll := range colls {
+		if err := s.prepare(ctx, coll); err != nil {
+			return err
+		}
+		groups = append(groups, s.groupsIn(coll, f.tag, parts[i])...)
+	}
+	res.Groups = len(groups)
+	// Stored is read under the groups' locks (see Buckets.Write): the
+	// records to write are decided there.
+	var jobs []writer.Job
+	var outs []writer.Outcome
+	err := errclass.Guard(func() (err error) {
+		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
+			f.found, f.storedBefore = len(stored) > 0, len(stored)
+			for _, g := range groups {
+				if todo := f.pending(g.Records, stored); len(todo) > 0 {
+					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)], Drops: f.prev.drops})
+				}
+			}
+			return jobs
+		})
+		return err
+	})
+	for i, o := range outs {
+		res.Stored += o.Stored
+		res.Created += o.Created
+		f.parked = append(f.parked, o.Poison...)
+		if o.Limit > 0 {
+			f.limits[groupKey(jobs[i].Group)] = o.Limit
+		}
+		maps.Copy(f.drops, o.Drops)
+	}
+	return err
+}
+
+// groupsIn groups the records of tag that go to collection coll.
+func (s *Sink) groupsIn(coll, tag string, recs []parser.Record) []*bucketer.Group {
+	groups := s.opt.Grouper.Group(tag, recs)
+	for _, g := range groups {
+		g.Collection = coll
+	}
+	return groups
+}
+
+// groupKey names a group in memo.limits.
+func groupKey(g *bucketer.Group) string { return g.Collection + "\x00" + g.ID }
