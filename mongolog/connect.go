@@ -106,7 +106,16 @@ func (t Target) Tag(env func(string) string, want string) (string, error) {
 	return strings.ReplaceAll(match, "*", want), nil
 }
 
-// Connect opens cfg's database and checks that the server answers.
+// ServerError is a server that could not be reached or refused what was
+// asked (a failed ping, authentication, a command error).
+type ServerError struct{ Err error }
+
+func (e *ServerError) Error() string { return e.Err.Error() }
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// Connect opens cfg's database and checks that the server answers; a
+// server that does not is a *ServerError. A URI the driver cannot use is a
+// plain error: a configuration error.
 func Connect(ctx context.Context, cfg *conf.Config) (*mongo.Database, func(), error) {
 	client, err := mongo.Connect(options.Client().ApplyURI(cfg.URI).SetAppName("mongolog").
 		SetConnectTimeout(cfg.ConnectTimeout).SetServerSelectionTimeout(cfg.ConnectTimeout))
@@ -118,8 +127,8 @@ func Connect(ctx context.Context, cfg *conf.Config) (*mongo.Database, func(), er
 	defer cancel()
 	if err := client.Ping(pctx, nil); err != nil {
 		closeFn()
-		return nil, nil, fmt.Errorf("cannot reach MongoDB at %s within connect_timeout %v: %v (is the server up and the address right?)",
-			cfg.Redacted(), cfg.ConnectTimeout, err)
+		return nil, nil, &ServerError{fmt.Errorf("cannot reach MongoDB at %s within connect_timeout %v: %w (is the server up and the address right?)",
+			cfg.Redacted(), cfg.ConnectTimeout, err)}
 	}
 	return client.Database(cfg.Database), closeFn, nil
 }

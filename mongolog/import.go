@@ -99,6 +99,13 @@ func Import(ctx context.Context, f Flusher, opt ImportOptions) (res Imported, er
 	return res, nil
 }
 
+// CheckPaths reports the first of paths (files, globs, "-") that Import
+// would refuse: a bad glob, one that matches no file, a directory.
+func CheckPaths(paths []string) error {
+	_, _, err := expand(paths)
+	return err
+}
+
 // expand resolves the globs of paths, in order, and sums the files' sizes.
 func expand(paths []string) (files []string, total int64, err error) {
 	for _, p := range paths {

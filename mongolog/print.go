@@ -45,7 +45,7 @@ func (p *Printer) Print(rec bson.Raw) error {
 		}
 		if !p.noted && p.Note != nil {
 			p.noted = true
-			fmt.Fprintf(p.Note, "mongolog: --raw: records without the raw line (no text field %s: a parser drops the line it parses) are printed as JSON lines\n", key)
+			fmt.Fprintf(p.Note, "mongolog: --format raw: records without the raw line (no text field %s: a parser drops the line it parses) are printed as JSON lines\n", key)
 		}
 	}
 	b, err := bson.MarshalExtJSON(rec, false, false)

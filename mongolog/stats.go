@@ -58,21 +58,28 @@ func (r *Reader) StatsStep(step time.Duration) (time.Duration, error) {
 	return step, nil
 }
 
+// StatsCheck refuses what Stats would refuse of q and step without reading
+// anything (mode flat, a condition on a field that is not a bucket_key
+// field, a step StatsStep refuses) and returns the step.
+func (r *Reader) StatsCheck(q Query, step time.Duration) (time.Duration, error) {
+	if r.Cfg.Mode == conf.ModeFlat {
+		return 0, fmt.Errorf("stats reads bucket fields; mode flat has no buckets (use query)")
+	}
+	for _, c := range q.Conds {
+		if _, ok := r.keyField(c.Field); !ok {
+			return 0, fmt.Errorf("condition %s: stats reads bucket fields only; %s is not a bucket_key field (%s)",
+				c, c.Field, strings.Join(r.Cfg.BucketKey, ","))
+		}
+	}
+	return r.StatsStep(step)
+}
+
 // Stats sums the buckets of q (key conditions and time range; other
 // conditions are refused: the buckets' fields cannot answer them) per step
 // of time (see StatsStep), from the bucket fields alone: count, counts and
 // stats, never the entries. Steps without buckets are left out.
 func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Window, error) {
-	if r.Cfg.Mode == conf.ModeFlat {
-		return nil, fmt.Errorf("stats reads bucket fields; mode flat has no buckets (use query)")
-	}
-	for _, c := range q.Conds {
-		if _, ok := r.keyField(c.Field); !ok {
-			return nil, fmt.Errorf("condition %s: stats reads bucket fields only; %s is not a bucket_key field (%s)",
-				c, c.Field, strings.Join(r.Cfg.BucketKey, ","))
-		}
-	}
-	step, err := r.StatsStep(step)
+	step, err := r.StatsCheck(q, step)
 	if err != nil {
 		return nil, err
 	}

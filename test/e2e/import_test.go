@@ -56,12 +56,7 @@ func TestImportKilledAndRunAgain(t *testing.T) {
 	if e.srv.URI == "" {
 		t.Fatal("no server URI")
 	}
-	bin := filepath.Join(t.TempDir(), "mongolog")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/mongolog")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building mongolog: %v\n%s", err, out)
-	}
+	bin := buildMongolog(t) // a process, to be killed
 	// A copy of the log, so its modification time stays the same between
 	// the two runs whatever happens to the fixture.
 	all, err := os.ReadFile(filepath.Join("..", "testdata", "access-5000.log"))

@@ -85,10 +85,9 @@ func TestPruneRefusesABadConditionFirst(t *testing.T) {
 	if _, err := r.PruneFilter(bad); err == nil || !strings.Contains(err.Error(), "bucket_key fields only (device)") {
 		t.Errorf("a condition on t: %v, want a refusal naming the bucket_key fields", err)
 	}
-	run := mongologCommand(t)
 	for _, dry := range [][]string{{"--dry-run"}, nil} {
 		args := append(append([]string{"prune", "--older-than", "7d", "--bucket_key", "device"}, dry...), append(e.target("logs"), "t=20")...)
-		out, errOut, code := run(args...)
+		out, errOut, code := runMongolog(t, "", nil, args...)
 		if code != 2 || out != "" || !strings.Contains(errOut, "condition t=20") || strings.Contains(errOut, "would delete") {
 			t.Errorf("prune %v t=20: exit %d, stdout %q, stderr %q; want exit 2 and the error only", dry, code, out, errOut)
 		}
@@ -96,7 +95,7 @@ func TestPruneRefusesABadConditionFirst(t *testing.T) {
 	if n := len(e.all("logs")); n != 1 {
 		t.Errorf("%d buckets left, want the 1 stored", n)
 	}
-	out, _, code := run(append([]string{"prune", "--older-than", "7d", "--bucket_key", "device", "--dry-run"}, append(e.target("logs"), "device=abc123")...)...)
+	out, _, code := runMongolog(t, "", nil, append([]string{"prune", "--older-than", "7d", "--bucket_key", "device", "--dry-run"}, append(e.target("logs"), "device=abc123")...)...)
 	if code != 0 || !strings.Contains(out, "would delete 1 documents holding 1 records") {
 		t.Errorf("prune --dry-run device=abc123: exit %d\n%s", code, out)
 	}

@@ -327,38 +327,6 @@ func TestQueryFollowOutOfOrder(t *testing.T) {
 	}
 }
 
-// query --raw prints the raw line where it was kept (a line the parser
-// could not parse) and the JSON line where it was not, saying so once on
-// stderr; with every line kept it says nothing.
-func TestQueryRawWithoutTheLine(t *testing.T) {
-	e := newDBEnv(t)
-	props := []string{"parser", "json", "bucket_key", "app"}
-	in, _, log := monitored(t, e, props...)
-	at := time.Now().UTC().Add(-time.Minute)
-	mustDone(t, in.Flush("app.log", join([][]byte{
-		record(t, at, kv{"app", "a"}, kv{"log", `{"n":1,"msg":"parsed one"}`}),
-		record(t, at.Add(time.Millisecond), kv{"app", "a"}, kv{"log", "not json at all"}),
-		record(t, at.Add(2*time.Millisecond), kv{"app", "a"}, kv{"log", `{"n":2,"msg":"parsed two"}`}),
-		record(t, at.Add(3*time.Millisecond), kv{"app", "b"}, kv{"log", "kept whole too"}),
-	})), log)
-	in.Exit()
-	run := mongologCommand(t)
-	args := append(e.target("logs"), "--bucket_key", "app", "--parse_key", "log")
-	out, errOut, code := run(append([]string{"query", "--raw"}, append(args, "app=a")...)...)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 3 || !strings.Contains(lines[0], `"parsed one"`) || !strings.HasPrefix(lines[0], "{") ||
-		lines[1] != "not json at all" || !strings.Contains(lines[2], `"parsed two"`) {
-		t.Fatalf("query --raw: exit %d\n%s\nstderr: %s", code, out, errOut)
-	}
-	if n := strings.Count(errOut, "--raw:"); n != 1 || !strings.Contains(errOut, "no text field log") || !strings.Contains(errOut, "JSON lines") {
-		t.Errorf("query --raw said %d times on stderr that records hold no raw line, want once:\n%s", n, errOut)
-	}
-	out, errOut, code = run(append([]string{"query", "--raw"}, append(args, "app=b")...)...)
-	if code != 0 || strings.TrimSpace(out) != "kept whole too" || errOut != "" {
-		t.Errorf("query --raw of kept lines: exit %d\n%s\nstderr: %s", code, out, errOut)
-	}
-}
-
 // A record stamped in the future does not hide the present from follow:
 // the overlap is the lag behind the current time when that is earlier
 // than the newest record printed.

@@ -128,8 +128,7 @@ func TestStatsStepAndGaps(t *testing.T) {
 			t.Errorf("step %v: %v, want a refusal saying %q", step, err, want)
 		}
 	}
-	run := mongologCommand(t)
-	out, errOut, code := run(append([]string{"stats", "--step", "30s", "--bucket_key", "module", "--bucket_window", "1m"}, e.target("logs")...)...)
+	out, errOut, code := runMongolog(t, "", nil, append([]string{"stats", "--step", "30s", "--bucket_key", "module", "--bucket_window", "1m"}, e.target("logs")...)...)
 	if code != 2 || out != "" || !containsAll(errOut, []string{"--step 30s", "bucket_window 1m"}) {
 		t.Errorf("stats --step 30s: exit %d, stdout %q, stderr %q; want exit 2 and the refusal only", code, out, errOut)
 	}
@@ -156,7 +155,7 @@ func TestStatsStepAndGaps(t *testing.T) {
 	if !strings.Contains(printed.String(), "records per 1h, ") || !strings.Contains(printed.String(), "2 steps without records drawn at 0") {
 		t.Errorf("printed stats:\n%s", printed.String())
 	}
-	out, errOut, code = run(append([]string{"stats", "--step", "1h", "--bucket_key", "module"}, e.target("logs")...)...)
+	out, errOut, code = runMongolog(t, "", nil, append([]string{"stats", "--step", "1h", "--bucket_key", "module"}, e.target("logs")...)...)
 	if code != 0 || !strings.Contains(out, "2 steps without records drawn at 0") {
 		t.Errorf("stats --step 1h: exit %d\n%s\nstderr: %s", code, out, errOut)
 	}

@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+)
+
+func checkCommand(env Env) *cobra.Command {
+	var file string
+	cmd := &cobra.Command{
+		Use:   "check -c FILE",
+		Short: "Validate every mongodb output of a Fluent Bit configuration (classic or YAML) with the plugin's own rules",
+		Long: "check reads a Fluent Bit configuration (classic, with @INCLUDE and @SET, or YAML), validates every\n" +
+			"[OUTPUT] whose Name is mongodb as the plugin does at start, names unknown keys with the key they\n" +
+			"resemble, and exits 1 on any problem (2 when the file cannot be read).",
+		Example: "  mongolog check -c /etc/fluent-bit/fluent-bit.conf",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			problems, err := mongolog.Check(cmd.OutOrStdout(), file, env.getenv)
+			if err != nil {
+				return err
+			}
+			if problems > 0 {
+				return &ProblemsError{N: problems}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&file, "config", "c", "", "Fluent Bit configuration file")
+	_ = cmd.MarkFlagRequired("config")
+	return cmd
+}
+
+func verifyCommand(env Env) *cobra.Command {
+	var from, to, unique string
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check stored buckets before they go cold; exit 1 on any problem",
+		Long: "verify reads the buckets of a collection (or of --from/--to, across partitions) and checks that count\n" +
+			"equals the entries, the entries lie inside the window and inside minTs/maxTs, stats and counts match the\n" +
+			"entries, the ops account for every entry and no write's entries appear twice; --unique FIELD also checks\n" +
+			"that no two records share FIELD. It prints each problem, naming the bucket, and exits 1 on any.",
+		Example: "  mongolog verify -c fluent-bit.conf --from 2024-06-01 --to 2024-06-02 --unique reqid",
+		Args:    cobra.NoArgs,
+	}
+	tgt := addTarget(cmd, env)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		var opt mongolog.VerifyOptions
+		var err error
+		if opt.From, opt.To, err = timeRange("", from, to); err != nil {
+			return err
+		}
+		opt.Unique = unique
+		cfg, db, closeFn, err := tgt.open(cmd, nil)
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		out := cmd.OutOrStdout()
+		problems := 0
+		v, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Verify(cmd.Context(), opt, func(p mongolog.Problem) {
+			problems++
+			fmt.Fprintln(out, p)
+		})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%d collections, %d documents, %d records: %d problems\n", v.Collections, v.Docs, v.Records, problems)
+		if problems > 0 {
+			return &ProblemsError{N: problems}
+		}
+		return nil
+	}
+	cmd.Flags().StringVar(&from, "from", "", "only buckets of records at or after this time")
+	cmd.Flags().StringVar(&to, "to", "", "only buckets of records before this time")
+	cmd.Flags().StringVar(&unique, "unique", "", "a field no two records may share (e.g. a request id)")
+	return cmd
+}
+
+func statsCommand(env Env) *cobra.Command {
+	var since, from, to, step string
+	var noChart bool
+	cmd := &cobra.Command{
+		Use:   "stats [bucket_key field=value ...]",
+		Short: "Activity per window from bucket fields alone: records, counts per value, min/avg/max of stats, and a chart",
+		Long: "stats sums count, counts and stats of the buckets per window (or per --step, a whole number of windows),\n" +
+			"without unpacking entries, and draws records per step by time, a step without records at 0. Conditions\n" +
+			"name bucket_key fields only.",
+		Example: "  mongolog stats -c fluent-bit.conf --since 1d --step 1h module=pay",
+	}
+	tgt := addTarget(cmd, env)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		var q mongolog.Query
+		var err error
+		if q.Conds, err = mongolog.ParseConds(args); err != nil {
+			return err
+		}
+		if q.From, q.To, err = timeRange(since, from, to); err != nil {
+			return err
+		}
+		var d time.Duration
+		if step != "" {
+			if d, err = mongolog.ParseAge(step); err != nil {
+				return fmt.Errorf("--step: %v", err)
+			}
+		}
+		cfg, db, closeFn, err := tgt.open(cmd, func(cfg *conf.Config) (err error) {
+			d, err = (&mongolog.Reader{Cfg: cfg}).StatsCheck(q, d)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		windows, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Stats(cmd.Context(), q, d)
+		if err != nil {
+			return err
+		}
+		return mongolog.PrintStats(cmd.OutOrStdout(), windows, d, !noChart)
+	}
+	cmd.Flags().StringVar(&since, "since", "", "only the last duration (15m, 2h, 7d)")
+	cmd.Flags().StringVar(&from, "from", "", "from this time")
+	cmd.Flags().StringVar(&to, "to", "", "up to this time")
+	cmd.Flags().StringVar(&step, "step", "", "sum per this step, a whole number of bucket windows (default: the bucket window)")
+	cmd.Flags().BoolVar(&noChart, "no-chart", false, "the table only")
+	return cmd
+}
+
+func pruneCommand(env Env) *cobra.Command {
+	var olderThan string
+	var rate int
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "prune --older-than AGE [bucket_key field=value ...]",
+		Short: "Delete the buckets of a key whose records are all older than an age, in paced batches; --dry-run shows what would go",
+		Long: "prune is per-key retention for data already written: it deletes, across partitions and oldest first,\n" +
+			"the buckets (flat: the documents) that match the conditions and whose newest record is older than\n" +
+			"--older-than, at most --rate documents per second. --dry-run prints each one that would go.",
+		Example: "  mongolog prune -c fluent-bit.conf --older-than 30d --dry-run device=abc123",
+	}
+	tgt := addTarget(cmd, env)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if olderThan == "" {
+			return fmt.Errorf("--older-than is required: prune deletes nothing without an age")
+		}
+		age, err := mongolog.ParseAge(olderThan)
+		if err != nil {
+			return fmt.Errorf("--older-than: %v", err)
+		}
+		opt := mongolog.PruneOptions{Before: time.Now().Add(-age), Rate: rate, DryRun: dryRun}
+		if opt.Conds, err = mongolog.ParseConds(args); err != nil {
+			return err
+		}
+		cfg, db, closeFn, err := tgt.open(cmd, func(cfg *conf.Config) error {
+			_, err := (&mongolog.Reader{Cfg: cfg}).PruneFilter(opt)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		defer closeFn()
+		out := cmd.OutOrStdout()
+		p, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Prune(cmd.Context(), opt, func(s string) { fmt.Fprintln(out, s) })
+		verb := "deleted"
+		if dryRun {
+			verb = "would delete"
+		}
+		if err == nil || p.Docs > 0 {
+			fmt.Fprintf(out, "%s %d documents holding %d records\n", verb, p.Docs, p.Records)
+		}
+		return err
+	}
+	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete what is wholly older than this age (30d, 12h)")
+	cmd.Flags().IntVar(&rate, "rate", 5000, "documents deleted per second at most")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
+	return cmd
+}
