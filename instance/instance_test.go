@@ -19,7 +19,7 @@ import (
 )
 
 // These tests need no server: the URI points at a closed port, and the sink
-// writes through a fake store (the newInstance seam). make unit runs them
+// writes through a fake store (NewWith's Seams.Wrap). make unit runs them
 // with the race detector. The same paths against a real server are covered
 // by test/e2e/boundary_*_test.go.
 

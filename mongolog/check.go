@@ -1,6 +1,7 @@
 // Package mongolog is the read side of the plugin and the tooling around
-// it: the mongolog command's subcommands, kept apart from the command line
-// so that tests call them directly.
+// it: what the mongolog command's subcommands do (check, query, follow,
+// stats, verify, prune, import), called by its command line (package
+// mongolog/cli) and by tests directly.
 package mongolog
 
 import (

@@ -64,7 +64,7 @@ func TestBucketTwoWritersSimultaneous(t *testing.T) {
 	e := newEnv(t)
 	if !e.srv.Real {
 		t.Skip("needs a real MongoDB (MONGO_URI): FerretDB loses concurrent updates of one document " +
-			"and never reports WriteConflict (see docs/test-server.md)")
+			"and never reports WriteConflict")
 	}
 	const n, k = 4000, 8
 	lim := limits{100, 64 << 10}
