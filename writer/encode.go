@@ -1,0 +1,206 @@
+package writer
+
+import (
+	"strconv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+)
+
+// The statements of bucket writes: the filter naming the bucket in the
+// state a write assumes, and the update applying the write.
+
+// headerReserve is the most a bucket's fixed fields take (_id, window
+// bounds, counters, array headers), beside its key and statistics.
+const headerReserve = 512
+
+// encode builds the statement of the write planned.
+func (w *groupWrite) encode() {
+	b, st := w.b, w.st
+	batch := w.recs[:w.p.n]
+	sum := b.grouper.Summarize(batch)
+	w.adds = sum.Bytes + w.p.n*w.size.extra + st.capValues(&sum)
+	w.vals = sum.Values
+	if b.cfg.Idempotent {
+		w.adds += opsBytes(w.p.n)
+	}
+	w.putBuffer()
+	w.buf = b.buffers.Get().(*[]byte)
+	w.stmt = Upsert{Filter: b.filter(w.g, w.p), Update: b.update((*w.buf)[:0], w.g, w.p, batch, sum, w.adds, w.tag)}
+}
+
+func (w *groupWrite) putBuffer() {
+	if w.buf != nil {
+		*w.buf = w.stmt.Update[:0]
+		w.b.buffers.Put(w.buf)
+		w.buf, w.stmt = nil, Upsert{}
+	}
+}
+
+// header is the bytes a bucket of g takes beside its entries and ops.
+func (b *Buckets) header(g *bucketer.Group) int {
+	h := headerReserve + len(g.Key)
+	for _, f := range b.grouper.Stats {
+		h += 3*(len(f)+16) + 16
+	}
+	for _, f := range b.grouper.CountBy {
+		h += len(f) + 8
+	}
+	return h
+}
+
+// filter is the update filter of part p: the bucket, in the state p
+// assumes. It also names the bucket's key fields and window start, which
+// the _id implies: a collection sharded on them (or on a hashed _id) routes
+// the upsert to one shard, as MongoDB requires of upserts.
+func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
+	f := bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, p.seq))
+	elems, _ := g.Key.Elements()
+	for _, e := range elems {
+		f.AppendValue("key."+e.Key(), e.Value())
+	}
+	if !g.Start.IsZero() {
+		f.AppendDateTime("start", g.Start.UnixMilli())
+	}
+	return bson.Raw(f.AppendInt32("count", int32(p.count)).Build())
+}
+
+// update builds the update document of one write into dst.
+func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.Record, sum bucketer.Summary, size int, tag uint32) bson.Raw {
+	at, dst := bsoncore.ReserveLength(dst)
+
+	ins, dst := bsoncore.AppendDocumentElementStart(dst, "$setOnInsert")
+	dst = bsoncore.AppendDocumentElement(dst, "key", g.Key)
+	if !g.Start.IsZero() {
+		dst = bsoncore.AppendTimeElement(dst, "start", g.Start)
+		dst = bsoncore.AppendTimeElement(dst, "end", g.End)
+	}
+	dst = bsoncore.AppendInt32Element(dst, "seq", int32(p.seq))
+	dst, _ = bsoncore.AppendDocumentEnd(dst, ins)
+
+	dst = b.appendPush(dst, p, recs, tag)
+	dst = appendValues(dst, sum.Values)
+	dst = appendInc(dst, p, sum, size)
+	dst = b.appendMinMax(dst, g, sum)
+
+	dst = append(dst, 0)
+	return bson.Raw(bsoncore.UpdateLength(dst, at, int32(len(dst))-at))
+}
+
+// appendPush appends the $push of the records' entries and, with
+// Idempotent, their op elements.
+func (b *Buckets) appendPush(dst []byte, p *part, recs []*parser.Record, tag uint32) []byte {
+	push, dst := bsoncore.AppendDocumentElementStart(dst, "$push")
+	logs, dst := bsoncore.AppendDocumentElementStart(dst, "logs")
+	each, dst := bsoncore.AppendArrayElementStart(dst, "$each")
+	var idx []byte
+	for i, r := range recs {
+		idx = strconv.AppendInt(idx[:0], int64(i), 10)
+		dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, string(idx))
+		dst = append(dst, r.Doc...)
+	}
+	dst, _ = bsoncore.AppendArrayEnd(dst, each)
+	dst, _ = bsoncore.AppendDocumentEnd(dst, logs)
+	if b.cfg.Idempotent {
+		ops, dst2 := bsoncore.AppendDocumentElementStart(dst, "ops")
+		arr, dst3 := bsoncore.AppendArrayElementStart(dst2, "$each")
+		dst3 = appendOps(dst3, tag, p.n)
+		dst3, _ = bsoncore.AppendArrayEnd(dst3, arr)
+		dst, _ = bsoncore.AppendDocumentEnd(dst3, ops)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, push)
+	return dst
+}
+
+// appendValues appends the $addToSet of the keep_values values a write
+// adds and the $set of the fields whose values did not all fit.
+func appendValues(dst []byte, vals []bucketer.Values) []byte {
+	var truncated []string
+	adds := false
+	for _, vs := range vals {
+		if vs.Truncated {
+			truncated = append(truncated, vs.Field)
+		}
+		adds = adds || len(vs.Vals) > 0
+	}
+	if adds { // an empty operator is an error
+		add, d := bsoncore.AppendDocumentElementStart(dst, "$addToSet")
+		for _, vs := range vals {
+			if len(vs.Vals) == 0 {
+				continue
+			}
+			field, d2 := bsoncore.AppendDocumentElementStart(d, "values."+vs.Field)
+			arr, d3 := bsoncore.AppendArrayElementStart(d2, "$each")
+			for i, v := range vs.Vals {
+				d3 = bsoncore.AppendValueElement(d3, strconv.Itoa(i), v)
+			}
+			d3, _ = bsoncore.AppendArrayEnd(d3, arr)
+			d, _ = bsoncore.AppendDocumentEnd(d3, field)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(d, add)
+	}
+	if len(truncated) > 0 {
+		set, d := bsoncore.AppendDocumentElementStart(dst, "$set")
+		for _, f := range truncated {
+			d = bsoncore.AppendBooleanElement(d, "valuesTruncated."+f, true)
+		}
+		dst, _ = bsoncore.AppendDocumentEnd(d, set)
+	}
+	return dst
+}
+
+// appendInc appends the $inc of the counters: entries, bytes, the stats'
+// sums and counts, the count_by counts.
+func appendInc(dst []byte, p *part, sum bucketer.Summary, size int) []byte {
+	inc, dst := bsoncore.AppendDocumentElementStart(dst, "$inc")
+	dst = bsoncore.AppendInt32Element(dst, "count", int32(p.n))
+	dst = bsoncore.AppendInt64Element(dst, "bytes", int64(size))
+	for _, s := range sum.Stats {
+		if s.Float {
+			dst = bsoncore.AppendDoubleElement(dst, "stats."+s.Field+".sum", s.Sum)
+		} else {
+			dst = bsoncore.AppendInt64Element(dst, "stats."+s.Field+".sum", s.IntSum)
+		}
+		// The numeric values summed: sum / n is the exact average.
+		dst = bsoncore.AppendInt64Element(dst, "stats."+s.Field+".n", int64(s.N))
+	}
+	for _, c := range sum.Counts {
+		dst = bsoncore.AppendInt32Element(dst, "counts."+c.Field+"."+c.Value, int32(c.N))
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, inc)
+	return dst
+}
+
+// appendMinMax appends the $min and $max of the times and stats, and the
+// bucket's expireAt when expiry is on.
+func (b *Buckets) appendMinMax(dst []byte, g *bucketer.Group, sum bucketer.Summary) []byte {
+	mn, dst := bsoncore.AppendDocumentElementStart(dst, "$min")
+	dst = bsoncore.AppendTimeElement(dst, "minTs", sum.MinTs)
+	for _, s := range sum.Stats {
+		dst = appendNumber(dst, "stats."+s.Field+".min", s.Min, s.Float)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, mn)
+
+	mx, dst := bsoncore.AppendDocumentElementStart(dst, "$max")
+	dst = bsoncore.AppendTimeElement(dst, "maxTs", sum.MaxTs)
+	for _, s := range sum.Stats {
+		dst = appendNumber(dst, "stats."+s.Field+".max", s.Max, s.Float)
+	}
+	if b.cfg.Expiry.On() {
+		dst = bsoncore.AppendTimeElement(dst, layout.ExpireField, b.cfg.Expiry.Bucket(g.ID, g.Key, g.End, sum.MaxTs))
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, mx)
+	return dst
+}
+
+// appendNumber appends v as an int64 when the values were integers.
+func appendNumber(dst []byte, key string, v float64, isFloat bool) []byte {
+	if isFloat {
+		return bsoncore.AppendDoubleElement(dst, key, v)
+	}
+	return bsoncore.AppendInt64Element(dst, key, int64(v))
+}

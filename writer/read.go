@@ -1,0 +1,223 @@
+package writer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+)
+
+// Reading buckets: what earlier attempts of a chunk stored (Stored), and
+// the bucket a write missed (read).
+
+// Stored finds what earlier attempts of the chunk stored in the buckets of
+// groups, wherever in the groups' buckets it is: one read per collection,
+// narrowed by the lookup index ({key, start}) to the groups' buckets that
+// hold an op element with the chunk's tag. It returns the indexes (in the
+// chunk) of the records found; nil without Idempotent.
+func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, error) {
+	if !b.cfg.Idempotent || len(groups) == 0 {
+		return nil, nil
+	}
+	tag := ChunkTag(chunkID)
+	byColl := map[string][]*bucketer.Group{}
+	var colls []string
+	for _, g := range groups {
+		c := b.collection(g)
+		if byColl[c] == nil {
+			colls = append(colls, c)
+		}
+		byColl[c] = append(byColl[c], g)
+	}
+	stored := map[int]bool{}
+	for _, coll := range colls {
+		gs := byColl[coll]
+		var docs []bson.Raw
+		err := b.retry.Do(ctx, func() (err error) {
+			docs, err = b.store.Find(ctx, coll, storedFilter(gs, tag), Query{Projection: runsProjection})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
+		}
+		byID := make(map[string]*bucketer.Group, len(gs))
+		for _, g := range gs {
+			byID[g.ID] = g
+		}
+		matchers := map[*bucketer.Group]*matcher{}
+		for _, d := range docs {
+			id, _ := d.Lookup("_id").StringValueOK()
+			g := byID[id[:max(strings.LastIndexByte(id, '-'), 0)]]
+			if g == nil {
+				continue
+			}
+			m := matchers[g]
+			if m == nil {
+				m = newMatcher(g.Records)
+				matchers[g] = m
+			}
+			for _, r := range runs(d) {
+				if r.tag != tag {
+					continue
+				}
+				for _, i := range m.claim(r) {
+					stored[g.Records[i].Index] = true
+				}
+			}
+		}
+	}
+	return stored, nil
+}
+
+// storedFilter selects the buckets of gs (by key, and start when windowed)
+// that hold an op element with tag.
+func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
+	var starts []time.Time
+	keys := map[int64]*bsoncore.ArrayBuilder{} // by start, in ms
+	for _, g := range gs {
+		ms := g.Start.UnixMilli()
+		if keys[ms] == nil {
+			starts = append(starts, g.Start)
+			keys[ms] = bsoncore.NewArrayBuilder()
+		}
+		keys[ms].AppendDocument(g.Key)
+	}
+	clause := func(start time.Time) bsoncore.Document {
+		c := bsoncore.NewDocumentBuilder().AppendDocument("key",
+			bsoncore.NewDocumentBuilder().AppendArray("$in", keys[start.UnixMilli()].Build()).Build())
+		if !start.IsZero() {
+			c.AppendDateTime("start", start.UnixMilli())
+		}
+		return c.Build()
+	}
+	f := bsoncore.NewDocumentBuilder()
+	if len(starts) == 1 {
+		elems, _ := clause(starts[0]).Elements()
+		for _, e := range elems {
+			f.AppendValue(e.Key(), e.Value())
+		}
+	} else {
+		or := bsoncore.NewArrayBuilder()
+		for _, s := range starts {
+			or.AppendDocument(clause(s))
+		}
+		f.AppendArray("$or", or.Build())
+	}
+	f.AppendDocument("ops", tagFilter(tag))
+	return bson.Raw(f.Build())
+}
+
+var (
+	fillProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
+			AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("values", 1).Build())
+	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
+				AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("values", 1).AppendInt32("logs", 1).Build())
+	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("ops", 1).AppendInt32("logs", 1).Build())
+	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", -1).Build())
+)
+
+func idFilter(id string) bson.Raw {
+	return bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", id).Build())
+}
+
+// groupFilter selects the buckets of g through the lookup index.
+func (b *Buckets) groupFilter(g *bucketer.Group) bson.Raw {
+	f := bsoncore.NewDocumentBuilder().AppendDocument("key", g.Key)
+	if !g.Start.IsZero() {
+		f.AppendDateTime("start", g.Start.UnixMilli())
+	}
+	return bson.Raw(f.Build())
+}
+
+// heldValues reads the keep_values values of a bucket.
+func heldValues(d bson.Raw) map[string]map[string]bool {
+	vd, ok := d.Lookup("values").DocumentOK()
+	fields, err := vd.Elements()
+	if !ok || err != nil || len(fields) == 0 {
+		return nil
+	}
+	out := map[string]map[string]bool{}
+	for _, f := range fields {
+		arr, _ := f.Value().ArrayOK()
+		vals, _ := arr.Values()
+		m := map[string]bool{}
+		for _, v := range vals {
+			m[valueKey(bsoncore.Value{Type: bsoncore.Type(v.Type), Data: v.Value})] = true
+		}
+		out[f.Key()] = m
+	}
+	return out
+}
+
+func fill(d bson.Raw) (count, bytes int) {
+	return int(numberOf(d.Lookup("count"))), int(numberOf(d.Lookup("bytes")))
+}
+
+func numberOf(v bson.RawValue) int64 {
+	if i, ok := v.AsInt64OK(); ok {
+		return i
+	}
+	return 0
+}
+
+// read reads the bucket the write of w.p missed, as a asks. When the bucket
+// holds a write of this chunk at p.count, an earlier attempt of p (whose
+// outcome was unknown) was applied: read compares the entries and says how
+// many of w.recs, in order, it stored.
+func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead, error) {
+	g, p := w.g, w.p
+	id := bucketer.BucketID(g.ID, p.seq)
+	var (
+		doc bson.Raw
+		err error
+	)
+	if a.newest {
+		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
+	} else {
+		q := Query{Projection: fillProjection}
+		if a.entries {
+			q.Projection = entriesProjection
+		}
+		doc, err = b.findOne(ctx, g, idFilter(id), q)
+	}
+	if err != nil {
+		return bucketRead{}, fmt.Errorf("reading bucket %s: %w", id, err)
+	}
+	if doc == nil {
+		return bucketRead{}, nil
+	}
+	r := bucketRead{found: true, seq: p.seq, values: heldValues(doc)}
+	if s, ok := doc.Lookup("seq").AsInt64OK(); ok {
+		r.seq = int(s)
+	}
+	r.count, r.bytes = fill(doc)
+	if r.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, w.tag) {
+		if _, ok := doc.Lookup("logs").ArrayOK(); !ok {
+			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
+				r.gone, r.err = true, err
+				return r, err
+			}
+		}
+		r.applied = appliedAt(doc, p.count, w.tag, w.recs)
+	}
+	return r, nil
+}
+
+// findOne returns the first document of g's collection matching filter, or
+// nil.
+func (b *Buckets) findOne(ctx context.Context, g *bucketer.Group, filter bson.Raw, q Query) (bson.Raw, error) {
+	var docs []bson.Raw
+	err := b.retry.Do(ctx, func() (err error) {
+		docs, err = b.store.Find(ctx, b.collection(g), filter, q)
+		return err
+	})
+	if err != nil || len(docs) == 0 {
+		return nil, err
+	}
+	return docs[0], nil
+}

@@ -1,0 +1,183 @@
+package writer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+)
+
+// The executor of the bucket protocol (protocol.go): it sends each round's
+// statements as commands and feeds their outcomes back, carrying out the
+// reads, pings and controls the protocol asks for.
+
+// rounds runs the writes of ws until every group is done: each round
+// plans the next write of every group not done, sends them, and feeds each
+// statement's outcome back to its group's protocol, carrying out what the
+// protocol asks (a ping, a control, a read) until the next round; the round
+// ends with the longest backoff any group asked for.
+func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
+	active := ws
+	lost := 0 // the rounds in a row in which a command of several statements lost its connection
+	for {
+		if active = b.plan(active); len(active) == 0 {
+			return nil
+		}
+		cmds := b.commands(active)
+		errs := b.send(ctx, cmds)
+		sharedLost := false
+		for i, c := range cmds {
+			sharedLost = sharedLost || len(c) > 1 && mongo.IsNetworkError(errs[i][0])
+		}
+		var split bool
+		lost, split = splitNext(lost, sharedLost)
+		wait, slow, err := b.settleAll(ctx, cmds, errs, split && b.answers(ctx))
+		if err != nil {
+			return err
+		}
+		if wait > 0 {
+			if err := b.retry.Wait(ctx, wait); err != nil {
+				return fmt.Errorf("writing bucket %s: %w", bucketer.BucketID(slow.g.ID, slow.p.seq), slow.err)
+			}
+		}
+	}
+}
+
+// settleAll settles every statement of cmds with its error in errs, and
+// returns the longest backoff asked for and the write that asked; split
+// sends the statements of shared commands alone from now on.
+func (b *Buckets) settleAll(ctx context.Context, cmds [][]*groupWrite, errs [][]error, split bool) (wait int, slow *groupWrite, _ error) {
+	var fails []error
+	for i, c := range cmds {
+		for j, w := range c {
+			backoff, err := b.settle(ctx, w, replied{err: errs[i][j], shared: len(c) > 1, split: split})
+			if err != nil {
+				fails = append(fails, err)
+			}
+			if backoff > wait {
+				wait, slow = backoff, w
+			}
+		}
+	}
+	return wait, slow, errors.Join(fails...)
+}
+
+// plan returns the writes of ws that have a next write, its statement
+// built.
+func (b *Buckets) plan(ws []*groupWrite) []*groupWrite {
+	round := ws[:0:0]
+	for _, w := range ws {
+		if w.next(planNext{}).kind == actWrite {
+			w.encode()
+			round = append(round, w)
+		}
+	}
+	return round
+}
+
+// send sends each command and returns each statement's error.
+func (b *Buckets) send(ctx context.Context, cmds [][]*groupWrite) [][]error {
+	errs := make([][]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if r := recover(); r != nil {
+					err := fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+					errs[i] = slices.Repeat([]error{err}, len(c))
+				}
+			}()
+			ups := make([]Upsert, len(c))
+			for j, w := range c {
+				ups[j] = w.stmt
+			}
+			errs[i] = b.store.Upserts(ctx, b.collection(c[0].g), ups)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// settle feeds the reply r to w's protocol and carries out what it asks
+// until the next round. backoff, above 0, is the attempt number to wait for
+// before the write is repeated; an error ends the flush.
+func (b *Buckets) settle(ctx context.Context, w *groupWrite, r replied) (backoff int, _ error) {
+	r.adds, r.vals, r.bytes = w.adds, w.vals, len(w.stmt.Update)
+	w.putBuffer()
+	a := w.next(r)
+	for {
+		switch a.kind {
+		case actPing:
+			a = w.next(pinged(b.answers(ctx)))
+		case actControl:
+			a = w.next(sendControl(ctx, b.store, b.collection(w.g), a.bytes))
+		case actRead:
+			rd, err := b.read(ctx, w, a)
+			if err != nil && !rd.found {
+				return 0, err
+			}
+			a = w.next(rd)
+		case actBackoff:
+			return a.attempt, nil
+		case actFail:
+			return 0, a.err
+		default:
+			return 0, nil
+		}
+	}
+}
+
+// answers reports whether the server answers a ping before the flush's
+// deadline.
+func (b *Buckets) answers(ctx context.Context) bool {
+	return ctx.Err() == nil && b.store.Ping(ctx) == nil
+}
+
+// commands splits the writes of a round into commands: by collection, up
+// to WriteBatch statements each, a write to be sent alone in one of its own.
+func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
+	size := max(b.cfg.WriteBatch, 1)
+	if c := int(b.batchCap.Load()); c > 0 {
+		size = min(size, c)
+	}
+	colls, own := make([]string, len(round)), make([]bool, len(round))
+	for i, w := range round {
+		colls[i], own[i] = b.collection(w.g), w.ownCommand()
+	}
+	var cmds [][]*groupWrite
+	for _, idx := range batch(colls, own, size) {
+		c := make([]*groupWrite, len(idx))
+		for j, i := range idx {
+			c[j] = round[i]
+		}
+		cmds = append(cmds, c)
+	}
+	return cmds
+}
+
+// groupWrite is the writing of one group's records: its protocol, and the
+// statement of the write it planned.
+type groupWrite struct {
+	groupProto
+	b    *Buckets
+	g    *bucketer.Group
+	tag  uint32
+	stmt Upsert
+	buf  *[]byte           // holds stmt.Update
+	adds int               // the bytes the write adds
+	vals []bucketer.Values // the keep_values values it adds
+}
+
+func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
+	size := sizing{maxRecords: b.cfg.MaxRecords, maxBytes: b.cfg.MaxBytes, header: b.header(j.Group),
+		extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160}
+	return &groupWrite{groupProto: newGroupProto(st, size, j), b: b, g: j.Group, tag: ChunkTag(chunkID)}
+}
