@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog/cli"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 )
 
 // runMongolog runs the mongolog command in-process with args, stdin (nil:
@@ -313,5 +315,66 @@ func TestCLIImport(t *testing.T) {
 	}
 	if out, errOut, code := runMongolog(t, "", nil, append(args, filepath.Join(t.TempDir(), "none.log"))...); code != 2 || out != "" || !strings.Contains(errOut, "no such file") {
 		t.Errorf("import of a missing file: exit %d, stdout %q, stderr %q; want exit 2", code, out, errOut)
+	}
+}
+
+// started runs mongolog in-process in the background, writing to buffers
+// safe to read meanwhile; wait returns its exit code.
+func started(ctx context.Context, stdin io.Reader, args ...string) (stdout, stderr *harness.Buffer, wait func() int) {
+	stdout, stderr = &harness.Buffer{}, &harness.Buffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, args, cli.Env{Stdin: stdin, Stdout: stdout, Stderr: stderr, Getenv: func(string) string { return "" }})
+	}()
+	return stdout, stderr, func() int { return <-done }
+}
+
+// query --follow prints what is stored, then what lands, and ends with
+// exit 0 at Ctrl-C.
+func TestCLIQueryFollow(t *testing.T) {
+	e := newDBEnv(t)
+	e.storeApps(t, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut, wait := started(ctx, nil, append(append([]string{"query", "-f", "--lag", "1m"}, e.target("logs")...), "--bucket_key", "app", "app=a")...)
+	lines := func() int { return strings.Count(out.String(), "\n") }
+	waitFor(t, "the 2 records of app a stored", func() bool { return lines() >= 2 })
+	in, _, log := monitored(t, e, "bucket_key", "app")
+	mustDone(t, in.Flush("app.log", join([][]byte{record(t, time.Now().UTC(), kv{"i", 100}, kv{"app", "a"}),
+		record(t, time.Now().UTC(), kv{"i", 101}, kv{"app", "b"})})), log)
+	in.Exit()
+	waitFor(t, "the new record of app a", func() bool { return strings.Contains(out.String(), `"i":100`) })
+	cancel()
+	if code := wait(); code != 0 || lines() != 3 || strings.Contains(out.String(), `"i":101`) {
+		t.Errorf("query -f app=a stopped: exit %d\n%s\nstderr: %s", code, out, errOut)
+	}
+}
+
+// An import stopped by Ctrl-C stops between chunks, says what it stored
+// and how to go on, and exits 130.
+func TestCLIImportInterrupted(t *testing.T) {
+	e := newDBEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, w := io.Pipe()
+	defer w.Close()
+	out, errOut, wait := started(ctx, r, append(append([]string{"import"}, e.target("imported")...), "--write_batch", "20", "--chunk-lines", "1", "-")...)
+	if _, err := io.WriteString(w, "one\ntwo\n"); err != nil {
+		t.Fatal(err)
+	}
+	stored := func() int {
+		n := 0
+		for _, d := range e.all("imported") {
+			n += int(d.Lookup("count").AsInt64())
+		}
+		return n
+	}
+	waitFor(t, "the first line stored", func() bool { return stored() >= 1 })
+	cancel()
+	go func() { _, _ = io.WriteString(w, "three\n") }() // wakes the reader: the next chunk sees the end
+	code := wait()
+	if code != 130 || !strings.Contains(errOut.String(), "mongolog: interrupted: run the same import again to go on") ||
+		!regexp.MustCompile(`^imported [12] records from 0 files`).MatchString(out.String()) || stored() > 2 {
+		t.Errorf("import stopped: exit %d, %d stored\n%s\nstderr: %s", code, stored(), out, errOut)
 	}
 }
