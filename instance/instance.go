@@ -202,7 +202,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		return sink.Options{}, fmt.Errorf("parse_time_format: invalid value %q: %v", cfg.ParseTimeFormat, err)
 	}
 	line, err := parser.NewLine(parser.LineConfig{Name: string(cfg.Parser), Regex: cfg.ParseRegex,
-		TimeKey: cfg.ParseTimeKey, TimeFormat: timeFormat})
+		TimeKey: cfg.ParseTimeKey, TimeFormat: timeFormat, Epoch: cfg.TimeFromLog})
 	if err != nil {
 		return sink.Options{}, fmt.Errorf("parser: invalid value %q: %v", cfg.Parser, err)
 	}

@@ -37,7 +37,7 @@ func TestDecodeLineTime(t *testing.T) {
 			`{"time":"2024-06-01T10:00:00.123Z","msg":"a"}`, time.Date(2024, 6, 1, 10, 0, 0, 123e6, time.UTC), D("msg", "a"), false},
 		{"json iso kept", LineConfig{Name: "json"}, "", false,
 			`{"time":"2024-06-01T10:00:00.123+02:00","msg":"a"}`, fbTime, D("time", date("2024-06-01T08:00:00.123Z"), "msg", "a"), false},
-		{"json epoch from log", LineConfig{Name: "json"}, "", true,
+		{"json epoch from log", LineConfig{Name: "json", Epoch: true}, "", true,
 			`{"msg":"a","time":1717236000.5}`, time.Date(2024, 6, 1, 10, 0, 0, 5e8, time.UTC), D("msg", "a"), false},
 		{"json custom key and format", LineConfig{Name: "json", TimeKey: "at"}, "%d/%b/%Y:%H:%M:%S %z", true,
 			`{"at":"10/Oct/2000:13:55:36 -0700","time":"x"}`, time.Date(2000, 10, 10, 20, 55, 36, 0, time.UTC), D("time", "x"), false},
@@ -59,6 +59,8 @@ func TestDecodeLineTime(t *testing.T) {
 			`hello`, fbTime, D("log", "hello", "_parse_error", noTime("time")), true},
 		{"regex with a time", LineConfig{Name: "regex", Regex: `^(?P<time>\S+) (?P<msg>.*)$`}, "", true,
 			`2024-06-01T10:00:00Z hello`, time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC), D("msg", "hello"), false},
+		{"json epoch kept a number", LineConfig{Name: "json"}, "", false,
+			`{"time":12.5}`, fbTime, D("time", 12.5), false},
 		// Without time_from_log a line without a time is an ordinary line.
 		{"json no time kept", LineConfig{Name: "json"}, "", false,
 			`{"time":"soon"}`, fbTime, D("time", "soon"), false},

@@ -23,6 +23,10 @@ type LineConfig struct {
 	// written otherwise.
 	TimeKey    string
 	TimeFormat *TimeFormat
+	// Epoch lets the default format read a number (seconds since 1970) as
+	// well as ISO 8601: set with time_from_log, where the field is the
+	// record's time; without it a number such as a duration stays one.
+	Epoch bool
 }
 
 // NewLineParser returns the line parser called name (case-insensitive),
@@ -39,7 +43,7 @@ func NewLine(c LineConfig) (LineParser, error) {
 	if name != "regex" && regex != "" {
 		return nil, fmt.Errorf("regex %q is only used by parser regex, not by parser %q", regex, name)
 	}
-	tf := &lineTime{key: c.TimeKey, format: c.TimeFormat}
+	tf := &lineTime{key: c.TimeKey, format: c.TimeFormat, epoch: c.Epoch}
 	if tf.key == "" {
 		tf.key = DefaultTimeKey
 	}
@@ -68,10 +72,33 @@ func NewLine(c LineConfig) (LineParser, error) {
 type lineTime struct {
 	key    string
 	format *TimeFormat // nil: the default
+	epoch  bool        // see LineConfig.Epoch
 }
 
 // parse reads the text of the time field.
-func (lt *lineTime) parse(s string) (time.Time, bool) { return lt.format.Parse(s) }
+func (lt *lineTime) parse(s string) (time.Time, bool) {
+	if !lt.epoch && lt.format.IsDefault() && isNumber(s) {
+		return time.Time{}, false
+	}
+	return lt.format.Parse(s)
+}
+
+// isNumber reports whether s is a decimal number, as seconds since 1970
+// are written (a sign, digits, a fraction).
+func isNumber(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	digits := 0
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			digits++
+		case c == '.':
+		default:
+			return false
+		}
+	}
+	return digits > 0
+}
 
 // trimLineEnd drops the spaces, tabs and line breaks that end a line (a tail
 // of a CRLF file leaves the "\r").

@@ -173,7 +173,7 @@ func jsonTimeValue(tok json.Token, lt *lineTime) (time.Time, bool) {
 	case string:
 		return lt.parse(v)
 	case json.Number:
-		if lt.format.IsDefault() {
+		if lt.format.IsDefault() && lt.epoch {
 			return parseEpochText(string(v))
 		}
 	}

@@ -67,10 +67,11 @@ func mustLine(t testing.TB, c LineConfig, format string) LineParser {
 }
 
 // The top-level member named by the time key becomes a Time when it reads
-// as one (a string in the format; with the default format also a number of
-// seconds); anything else, and the same name below the top, stays as it is.
+// as one (a string in the format; with the default format under
+// time_from_log also a number of seconds); anything else, and the same name
+// below the top, stays as it is.
 func TestLineJSONTime(t *testing.T) {
-	def := mustLine(t, LineConfig{Name: "json"}, "")
+	def := mustLine(t, LineConfig{Name: "json", Epoch: true}, "")
 	if def.TimeKey() != "time" {
 		t.Errorf("default time key %q, want time", def.TimeKey())
 	}
@@ -98,6 +99,15 @@ func TestLineJSONTime(t *testing.T) {
 			[]string{"at:time=2000-10-10T20:55:36Z", "time=2024-06-01T10:00:00Z"}},
 		{"iso is not the format", `{"at":"2024-06-01T10:00:00Z"}`, []string{"at=2024-06-01T10:00:00Z"}},
 		{"a number is not the format", `{"at":1717236000}`, []string{"at:int=1717236000"}},
+	})
+	// Without time_from_log a number is not taken for a time: a
+	// duration in a field named time stays a number.
+	plain := mustLine(t, LineConfig{Name: "json"}, "")
+	runLineCases(t, plain, []lineCase{
+		{"iso", `{"time":"2024-06-01T10:00:00Z"}`, []string{"time:time=2024-06-01T10:00:00Z"}},
+		{"a number stays", `{"time":12.5}`, []string{"time:float=12.5"}},
+		{"an integer stays", `{"time":1717236000}`, []string{"time:int=1717236000"}},
+		{"a number string stays", `{"time":"1717236000.5"}`, []string{"time=1717236000.5"}},
 	})
 	epoch := mustLine(t, LineConfig{Name: "json"}, "%s")
 	runLineCases(t, epoch, []lineCase{

@@ -28,7 +28,7 @@ func TestLineLogfmt(t *testing.T) {
 }
 
 func TestLineLogfmtTime(t *testing.T) {
-	def := mustLine(t, LineConfig{Name: "logfmt"}, "")
+	def := mustLine(t, LineConfig{Name: "logfmt", Epoch: true}, "")
 	if def.TimeKey() != "time" {
 		t.Errorf("default time key %q, want time", def.TimeKey())
 	}
@@ -38,6 +38,10 @@ func TestLineLogfmtTime(t *testing.T) {
 		{"epoch", `time=1717236000.25`, []string{"time:time=2024-06-01T10:00:00.25Z"}},
 		{"not a time", `time=soon a=1`, []string{"time=soon", "a=1"}},
 		{"bare key", `time a=1`, []string{"time:bool=true", "a=1"}},
+	})
+	plain := mustLine(t, LineConfig{Name: "logfmt"}, "")
+	runLineCases(t, plain, []lineCase{
+		{"a number stays without time_from_log", `time=12.5`, []string{"time=12.5"}},
 	})
 	custom := mustLine(t, LineConfig{Name: "logfmt", TimeKey: "ts"}, "%Y-%m-%dT%H:%M:%S.%L%z")
 	runLineCases(t, custom, []lineCase{
