@@ -262,6 +262,8 @@ func TestValidValues(t *testing.T) {
 		{[]string{"parser", "json", "parse_time_format", "%d/%b/%Y:%H:%M:%S %z"}, func(c *Config) any { return c.ParseTimeFormat }, "%d/%b/%Y:%H:%M:%S %z"},
 		{[]string{"parser", "logfmt", "parse_time_format", "%Y-%m-%dT%H:%M:%S.%L%z"}, func(c *Config) any { return c.ParseTimeFormat }, "%Y-%m-%dT%H:%M:%S.%L%z"},
 		{[]string{"types", "code:int, size:int,ok:bool,t:time,f:float,s:string"}, func(c *Config) any { return c.Types }, "code:int, size:int,ok:bool,t:time,f:float,s:string"},
+		// One grammar with the decoder's: integer and any case are taken.
+		{[]string{"types", "code:INT, size:integer,ok:Bool"}, func(c *Config) any { return c.Types }, "code:INT, size:integer,ok:Bool"},
 		{[]string{"include_fields", "a,b.c"}, func(c *Config) any { return c.IncludeFields }, []string{"a", "b.c"}},
 		{[]string{"exclude_fields", "b.c.d"}, func(c *Config) any { return c.ExcludeFields }, []string{"b.c.d"}},
 		{[]string{"include_fields", "b", "exclude_fields", "b.secret"}, func(c *Config) any { return c.ExcludeFields }, []string{"b.secret"}},
@@ -426,7 +428,7 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"parser", "json", "parse_time_key", "a\x00b"}, `parse_time_key: invalid value "a\x00b": must not contain NUL`},
 		{[]string{"time_from_log", "si"}, `time_from_log: invalid value "si": use on/off, true/false, yes/no or 1/0`},
 		{[]string{"types", "code"}, `types: invalid value "code": "code" is not field:kind`},
-		{[]string{"types", "code:integer"}, `types: invalid value "code:integer": "code:integer": kind must be one of string, int, float, bool, time`},
+		{[]string{"types", "code:integr"}, `types: invalid value "code:integr": "code:integr": kind must be one of int (or integer), float, bool, time, string, in any case`},
 		{[]string{"types", ":int"}, `types: invalid value ":int": ":int": field has an empty path segment (write a.b, not a..b, .a or a.)`},
 		{[]string{"types", "a:int,a:float"}, `types: invalid value "a:int,a:float": field "a" is given twice`},
 		{[]string{"types", "a:int,"}, `types: invalid value "a:int,": empty item in the comma-separated list`},

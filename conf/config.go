@@ -211,7 +211,7 @@ var keyTable = []KeyDoc{
 	{"parse_time_key", "time", "Parsers json and logfmt: the top-level field holding the line's time. When parse_time_format reads it, it is stored as a date (with time_from_log on it becomes the record time instead); otherwise it stays as written."},
 	{"parse_time_format", "", "Parsers json and logfmt: how parse_time_key is read. Unset: ISO 8601 / RFC 3339 with or without fractional seconds and zone (`2024-06-01T10:00:00.123Z`, `2024-06-01 10:00:00+02:00`; no zone is UTC) and, with time_from_log on, seconds since 1970 (`1717236000.5`, as a number or a string). Otherwise a strptime-style format as Fluent Bit's parsers write them, e.g. `%d/%b/%Y:%H:%M:%S %z` or `%Y-%m-%dT%H:%M:%S.%L%z`, with " + parser.TimeDirectives + "."},
 	{"time_from_log", "off", "Use the time parsed from the line as the record time. Needs a parser that gives one: apache_common, apache_combined, apache_error, nginx_access, json and logfmt (parse_time_key), regex with a group named `time`. A line without one is kept as a line that does not parse, with Fluent Bit's time."},
-	{"types", "", "Comma-separated `field:kind` conversions of top-level fields, a parsed line's included, kind one of string, int, float, bool, time."},
+	{"types", "", "Comma-separated `field:kind` conversions of top-level fields, a parsed line's included, kind one of " + parser.AllowedKinds + "."},
 	{"include_fields", "", "Comma-separated field paths to keep (all others dropped); applied before exclude_fields."},
 	{"exclude_fields", "", "Comma-separated field paths to drop; a path may not also be in include_fields."},
 	{"key_replace_dot", "_", "Replacement for `.` in field names (no `.`, not starting with `$`)."},

@@ -528,9 +528,9 @@ func (r *reader) timeFormat(key string) string {
 	return v
 }
 
-var typeKinds = []string{"string", "int", "float", "bool", "time"}
-
-// types checks the syntax of "field:kind,..." and keeps the text as written.
+// types checks "field:kind,..." by the decoder's own grammar
+// (parser.ParseTypeEntry) and field paths as every path key, and keeps the
+// text as written.
 func (r *reader) types(key string) string {
 	v, _ := r.raw(key)
 	if v == "" {
@@ -542,15 +542,12 @@ func (r *reader) types(key string) string {
 		if why != "" {
 			break
 		}
-		field, kind, ok := strings.Cut(item, ":")
-		field, kind = strings.TrimSpace(field), strings.TrimSpace(kind)
+		field, _, err := parser.ParseTypeEntry(item)
 		switch {
-		case !ok:
-			why = strconv.Quote(item) + " is not field:kind"
+		case err != nil:
+			why = err.Error()
 		case checkFieldPath(field) != "":
 			why = strconv.Quote(item) + ": field " + checkFieldPath(field)
-		case !slices.Contains(typeKinds, kind):
-			why = strconv.Quote(item) + ": kind must be one of " + strings.Join(typeKinds, ", ")
 		case seen[field]:
 			why = "field " + strconv.Quote(field) + " is given twice"
 		}

@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// allowedKinds lists the type names of a types spec, for error messages.
-const allowedKinds = "int, float, bool, time, string"
+// AllowedKinds lists the kind names of a types spec, for messages and the
+// README.
+const AllowedKinds = "int (or integer), float, bool, time, string, in any case"
 
-// kindNames maps the type names of a types spec to kinds. "integer" is
-// Fluent Bit's own spelling of int.
+// kindNames maps the kind names of a types spec, in lower case, to kinds.
+// "integer" is Fluent Bit's own spelling of int.
 var kindNames = map[string]Kind{
 	"int": KindInt, "integer": KindInt,
 	"float":  KindFloat,
@@ -20,29 +21,42 @@ var kindNames = map[string]Kind{
 	"string": KindString,
 }
 
+// ParseTypeEntry parses one field:kind entry of the types option: the one
+// grammar the configuration checks and the decoder uses. Spaces around the
+// field and the kind are ignored; the kind is any case.
+func ParseTypeEntry(entry string) (field string, k Kind, err error) {
+	field, kind, ok := strings.Cut(entry, ":")
+	field, kind = strings.TrimSpace(field), strings.TrimSpace(kind)
+	if !ok {
+		return "", 0, fmt.Errorf("%q is not field:kind", strings.TrimSpace(entry))
+	}
+	k, known := kindNames[strings.ToLower(kind)]
+	if !known {
+		return "", 0, fmt.Errorf("%q: kind must be one of %s", strings.TrimSpace(entry), AllowedKinds)
+	}
+	return field, k, nil
+}
+
 // ParseTypeSpec parses the types option, a comma-separated list of
-// field:type entries such as "cost:int, latency:float, ok:bool, at:time".
-// Type names are case-insensitive; spaces around names and empty entries are
-// ignored. Every bad entry is reported, joined into one error.
+// field:kind entries such as "cost:int, latency:float, ok:bool, at:time"
+// (see ParseTypeEntry); empty entries are ignored. Every bad entry is
+// reported, joined into one error.
 func ParseTypeSpec(spec string) (map[string]Kind, error) {
 	types := map[string]Kind{}
 	var errs []error
 	for _, entry := range strings.Split(spec, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
+		if strings.TrimSpace(entry) == "" {
 			continue
 		}
-		field, kind, ok := strings.Cut(entry, ":")
-		field, kind = strings.TrimSpace(field), strings.TrimSpace(kind)
-		k, known := kindNames[strings.ToLower(kind)]
+		field, k, err := ParseTypeEntry(entry)
 		switch {
-		case !ok || field == "":
-			errs = append(errs, fmt.Errorf("invalid types entry %q: want field:type, type one of %s", entry, allowedKinds))
-		case !known:
-			errs = append(errs, fmt.Errorf("invalid type %q for field %q: allowed %s", kind, field, allowedKinds))
+		case err != nil:
+			errs = append(errs, err)
+		case field == "":
+			errs = append(errs, fmt.Errorf("%q: the field is empty", strings.TrimSpace(entry)))
 		default:
 			if _, dup := types[field]; dup {
-				errs = append(errs, fmt.Errorf("field %q is given a type twice", field))
+				errs = append(errs, fmt.Errorf("field %q is given twice", field))
 			}
 			types[field] = k
 		}
