@@ -2,10 +2,12 @@ package conf
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -912,5 +914,32 @@ func TestChanged(t *testing.T) {
 	}
 	if got := d.Changed(); got != "" {
 		t.Errorf("defaults: Changed() = %s, want nothing", got)
+	}
+}
+
+// A whole-number key's range is held once: Parse refuses a value just
+// outside it with the range in the message, and the key table's meaning
+// says the same range.
+func TestRangesHeldOnce(t *testing.T) {
+	for key, r := range ranges {
+		d, ok := lookupKey(key)
+		if !ok {
+			t.Errorf("ranges names %s, which the key table lacks", key)
+			continue
+		}
+		if !strings.Contains(d.Meaning, "("+rangeText(r)) && !strings.Contains(d.Meaning, "; "+rangeText(r)+")") || strings.Contains(d.Meaning, "{range}") {
+			t.Errorf("%s: meaning %q does not say its range %s", key, d.Meaning, rangeText(r))
+		}
+		for _, v := range []int64{r[0] - 1, r[1] + 1} {
+			m := Map{"uri": "mongodb://db", key: strconv.FormatInt(v, 10)}
+			if key == "capped_max" {
+				m["capped_size"] = "1M"
+			}
+			_, err := Parse(m, nil, nil)
+			want := fmt.Sprintf("%s: invalid value %q: must be a whole number between %d and %d", key, strconv.FormatInt(v, 10), r[0], r[1])
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s=%d: %v, want %q", key, v, err, want)
+			}
+		}
 	}
 }

@@ -178,6 +178,34 @@ type KeyDoc struct {
 	Meaning string
 }
 
+// ranges bound the whole-number keys: Parse checks them, and the key
+// table's meaning says them where it writes {range}.
+var ranges = map[string][2]int64{
+	"bucket_max_records": {1, 100000},
+	"max_inflight":       {1, 64},
+	"write_batch":        {1, 1000},
+	"ttl_burst_limit":    {0, 1<<31 - 1},
+	"ttl_delete_rate":    {1, 1000000},
+	"partition_keep":     {0, 1<<31 - 1},
+	"capped_max":         {0, 1<<31 - 1},
+}
+
+// rangeText is how a key's meaning writes its range.
+func rangeText(r [2]int64) string {
+	if r[1]-r[0] > 1000000 {
+		return strconv.FormatInt(r[0], 10) + " to " + strconv.FormatInt(r[1], 10)
+	}
+	return strconv.FormatInt(r[0], 10) + "-" + strconv.FormatInt(r[1], 10)
+}
+
+func init() {
+	for i, d := range keyTable {
+		if r, ok := ranges[d.Key]; ok {
+			keyTable[i].Meaning = strings.ReplaceAll(d.Meaning, "{range}", rangeText(r))
+		}
+	}
+}
+
 // keyTable is the one place that lists the keys, their defaults and their
 // meaning. Parse takes every default from here, through the same parsing as
 // a user-written value.
@@ -190,15 +218,15 @@ var keyTable = []KeyDoc{
 	{"mode", "bucket", "`bucket`: many records per document, grouped by bucket_key and bucket_window; `flat`: one document per record."},
 	{"bucket_key", "", "Comma-separated field paths (dotted, e.g. `kubernetes.pod_name`) that group records into buckets; empty means the tag. Bucket mode only."},
 	{"bucket_window", "1m", "Time window of a bucket: 1s to 24h and dividing 24h evenly (windows align with UTC days), or `0` for no window. Bucket mode only."},
-	{"bucket_max_records", "1000", "Records per bucket document before a new one starts (1-100000). Bucket mode only."},
+	{"bucket_max_records", "1000", "Records per bucket document before a new one starts ({range}). Bucket mode only."},
 	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts (1K-15M; MongoDB's limit is 16M). Bucket mode only."},
 	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum,n} per bucket (n: how many were numbers, so sum / n is the exact average). Bucket mode only."},
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
 	{"keep_values", "", "Comma-separated field paths whose distinct values each bucket keeps under `values.<field>` (at most 100 per bucket, then `valuesTruncated.<field>: true`), so that an index on `values.<field>` finds the buckets of, say, a trace id. Bucket mode only."},
 	{"indexes", "", "The user's indexes, created with the plugin's own before the first write to each collection: comma-separated, each a field or `+`-joined fields, each optionally `:-1` (descending), e.g. `values.traceId, start:-1, key.module+logs.level`."},
 	{"idempotent", "on", "Bucket mode: record an operation id per write in the bucket's `ops` array and guard on it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk and its generation."},
-	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode (1-64)."},
-	{"write_batch", "100", "Bucket writes sent in one unordered update command (1-1000); `1` sends one write per command. On FerretDB v1, which deadlocks on larger update batches, the plugin lowers it to 20 (it says so once)."},
+	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode ({range})."},
+	{"write_batch", "100", "Bucket writes sent in one unordered update command ({range}); `1` sends one write per command. On FerretDB v1, which deadlocks on larger update batches, the plugin lowers it to 20 (it says so once)."},
 	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},
 	{"connect_timeout", "10s", "Deadline for connecting to MongoDB (1s-5m)."},
@@ -222,13 +250,13 @@ var keyTable = []KeyDoc{
 	{"ttl", "0", "Expire documents this long after their time (a bucket's window end, or its newest entry without a window; a flat record's time) with a TTL index on `expireAt`; `0` means never, otherwise 1m to 2147483647s. Changing it later changes the index in place (collMod); see Retention."},
 	{"ttl_jitter", "0", "Extra delay per document, fixed per bucket (or flat document), 0 to ttl, so deletions do not spike; needs ttl."},
 	{"ttl_rules", "", "Per-key retention, first match wins, ttl for the rest: comma-separated `field=value:duration`, e.g. `module=audit:365d, level=debug:1d`. Bucket mode: bucket_key fields only; flat mode: top-level fields. Needs ttl."},
-	{"ttl_burst_limit", "100000", "When a lower ttl (or a ttl turned on) would expire more documents than this at once, they are deleted first at ttl_delete_rate, then the index is changed (0 to 2147483647)."},
-	{"ttl_delete_rate", "5000", "Documents per second deleted before lowering ttl, and given an `expireAt` when ttl is turned on for documents without one (1-1000000)."},
+	{"ttl_burst_limit", "100000", "When a lower ttl (or a ttl turned on) would expire more documents than this at once, they are deleted first at ttl_delete_rate, then the index is changed ({range})."},
+	{"ttl_delete_rate", "5000", "Documents per second deleted before lowering ttl, and given an `expireAt` when ttl is turned on for documents without one ({range})."},
 	{"dead_letter_ttl", "30d", "Delete parked records this long after they were parked (TTL index on `parkedAt`); `0` keeps them, otherwise 1m to 2147483647s."},
 	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`), `week` (`<collection>_YYYYwWW`, ISO weeks) or `month` (`<collection>_YYYYMM`), by the record's UTC time."},
-	{"partition_keep", "0", "With partition: how many partitions to keep, counted back from the current one (older ones are dropped whole); `0` keeps all."},
+	{"partition_keep", "0", "With partition: how many partitions to keep, counted back from the current one (older ones are dropped whole; {range}); `0` keeps all."},
 	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Needs mode flat; not with ttl or partition."},
-	{"capped_max", "0", "With capped_size: also cap the collection at this many documents; `0` means no document limit."},
+	{"capped_max", "0", "With capped_size: also cap the collection at this many documents ({range}); `0` means no document limit."},
 	{"compression", "", "Block compressor of the collections the plugin creates: `zstd`, `snappy`, `zlib` or `none`; empty means the server's default. A server that refuses gets one warning per collection."},
 	{"validate", "off", "Create collections with a `$jsonSchema` validator requiring the bucket fields (flat: the time) and BSON dates for `start`, `end`, `minTs`, `maxTs`, `expireAt`. A server that refuses gets one warning per collection."},
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},

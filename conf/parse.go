@@ -76,7 +76,7 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 		}
 		return ""
 	})
-	c.BucketMaxRecords = r.integer("bucket_max_records", 1, 100000)
+	c.BucketMaxRecords = r.integer("bucket_max_records")
 	c.BucketMaxBytes = r.size("bucket_max_bytes", func(n int64) string {
 		return between(n, kib, 15*mib, "1K and 15M (MongoDB documents are limited to 16M)")
 	})
@@ -86,8 +86,8 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	c.Indexes = r.indexes("indexes")
 
 	c.Idempotent = r.boolean("idempotent")
-	c.MaxInflight = r.integer("max_inflight", 1, 64)
-	c.WriteBatch = r.integer("write_batch", 1, 1000)
+	c.MaxInflight = r.integer("max_inflight")
+	c.WriteBatch = r.integer("write_batch")
 	c.FlushTimeout = r.duration("flush_timeout", func(d time.Duration) string {
 		return between(int64(d), int64(time.Second), int64(10*time.Minute), "1s and 10m")
 	})
@@ -138,8 +138,8 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 		return ""
 	})
 	c.TTLJitter = r.duration("ttl_jitter", func(time.Duration) string { return "" }) // bounded by ttl below
-	c.TTLBurstLimit = int64(r.integer("ttl_burst_limit", 0, 1<<31-1))
-	c.TTLDeleteRate = r.integer("ttl_delete_rate", 1, 1000000)
+	c.TTLBurstLimit = int64(r.integer("ttl_burst_limit"))
+	c.TTLDeleteRate = r.integer("ttl_delete_rate")
 	c.DeadLetterTTL = r.duration("dead_letter_ttl", func(d time.Duration) string {
 		if d != 0 && (d < time.Minute || d > maxTTL) {
 			return "must be 0 (keep parked records) or between 1m and 2147483647s (MongoDB's TTL limit)"
@@ -147,14 +147,14 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 		return ""
 	})
 	c.Partition = Partition(r.enum("partition", string(PartitionNone), string(PartitionDay), string(PartitionWeek), string(PartitionMonth)))
-	c.PartitionKeep = r.integer("partition_keep", 0, 1<<31-1)
+	c.PartitionKeep = r.integer("partition_keep")
 	c.CappedSize = r.size("capped_size", func(n int64) string {
 		if n != 0 && n < 4*kib {
 			return "must be 0 (not capped) or at least 4K"
 		}
 		return ""
 	})
-	c.CappedMax = int64(r.integer("capped_max", 0, 1<<31-1))
+	c.CappedMax = int64(r.integer("capped_max"))
 	if v, _ := r.raw("compression"); v != "" {
 		c.Compression = r.enum("compression", "zstd", "snappy", "zlib", "none")
 	}
@@ -258,7 +258,9 @@ func (r *reader) boolean(key string) bool {
 	return b
 }
 
-func (r *reader) integer(key string, lo, hi int64) int {
+// integer reads a whole number within the key's range (see ranges).
+func (r *reader) integer(key string) int {
+	lo, hi := ranges[key][0], ranges[key][1]
 	v, _ := r.raw(key)
 	n, why := parseInt(v)
 	if why != "" || n < lo || n > hi {
