@@ -61,6 +61,8 @@ func TestExitCode(t *testing.T) {
 		{"network error", mongo.CommandError{Labels: []string{"NetworkError"}}, ExitServer},
 		{"timeout", fmt.Errorf("find: %w", context.DeadlineExceeded), ExitServer},
 		{"client disconnected", mongo.ErrClientDisconnected, ExitServer},
+		{"an election", mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}, ExitServer},
+		{"a duplicate key", mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 11000}}}, ExitServer},
 	} {
 		if got := ExitCode(c.err); got != c.want {
 			t.Errorf("%s (%v): exit %d, want %d", c.name, c.err, got, c.want)

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // The exit codes of mongolog.
@@ -62,17 +61,19 @@ func (e *InterruptedError) Error() string { return "interrupted: " + e.Next }
 func (e *InterruptedError) Unwrap() error { return context.Canceled }
 
 // ExitCode maps what a command returned to mongolog's exit code. Nothing
-// else decides one:
+// else decides one, and what an error of the driver means comes from the
+// one classifier of the project (errclass):
 //   - nil: 0
 //   - a *ProblemsError: 1
 //   - the command's context ended (Ctrl-C, SIGTERM): 130
-//   - a *mongolog.ServerError (no answer to a ping) or an error of the
-//     driver that comes from the server or the network (a command error, a
-//     write error, a network error, a timeout): 3
+//   - a *mongolog.ServerError (no answer to the first ping), an error the
+//     server answered with, or a command it did not answer (network,
+//     timeout, a disconnected client): 3
 //   - anything else (flags, arguments, conditions, keys, files): 2
 func ExitCode(err error) int {
 	var problems *ProblemsError
 	var srv *mongolog.ServerError
+	kind := errclass.Of(err)
 	switch {
 	case err == nil:
 		return ExitOK
@@ -80,16 +81,8 @@ func ExitCode(err error) int {
 		return ExitProblems
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.As(err, &srv) || fromServer(err):
+	case errors.As(err, &srv) || kind.FromServer() || kind.Unanswered():
 		return ExitServer
 	}
 	return ExitUsage
-}
-
-// fromServer reports whether err is the driver's report of a server that
-// refused a command or could not be talked to.
-func fromServer(err error) bool {
-	var se mongo.ServerError
-	return errors.As(err, &se) || mongo.IsNetworkError(err) || mongo.IsTimeout(err) ||
-		errors.Is(err, mongo.ErrClientDisconnected)
 }
