@@ -102,8 +102,9 @@ type event interface{ isEvent() }
 type planNext struct{}
 
 // replied is the outcome of the statement of p. shared: it was one of
-// several statements of a command; split: that command lost its connection
-// often enough that its statements go alone from now on (see splitNext).
+// several statements of a command; split: commands of several statements
+// lost their connection in rounds in a row, the server answering a ping,
+// so that their statements go alone from now on (see splitNext).
 // adds and vals are what the write adds to the bucket (bytes counted, and
 // keep_values values); bytes is the statement's size.
 type replied struct {
