@@ -73,7 +73,7 @@ func (b *Buckets) settleAll(ctx context.Context, cmds [][]*groupWrite, errs [][]
 func (b *Buckets) plan(ws []*groupWrite) []*groupWrite {
 	round := ws[:0:0]
 	for _, w := range ws {
-		if w.next(planNext{}).kind == actWrite {
+		if w.onPlan().kind == actWrite {
 			w.encode()
 			round = append(round, w)
 		}
@@ -112,19 +112,19 @@ func (b *Buckets) send(ctx context.Context, cmds [][]*groupWrite) [][]error {
 func (b *Buckets) settle(ctx context.Context, w *groupWrite, r replied) (backoff int, _ error) {
 	r.adds, r.vals, r.bytes = w.adds, w.vals, len(w.stmt.Update)
 	w.putBuffer()
-	a := w.next(r)
+	a := w.onReply(r)
 	for {
 		switch a.kind {
 		case actPing:
-			a = w.next(pinged(b.answers(ctx)))
+			a = w.onPing(b.answers(ctx))
 		case actControl:
-			a = w.next(sendControl(ctx, b.store, b.collection(w.g), a.bytes))
+			a = w.onProbe(sendControl(ctx, b.store, b.collection(w.g), a.bytes))
 		case actRead:
 			rd, err := b.read(ctx, w, a)
 			if err != nil && !rd.found {
 				return 0, err
 			}
-			a = w.next(rd)
+			a = w.onRead(rd)
 		case actBackoff:
 			return a.attempt, nil
 		case actFail:
