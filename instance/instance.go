@@ -236,14 +236,11 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 			Exclude:       cfg.ExcludeFields,
 		},
 		Grouper: bucketer.Config{
-			KeyPaths:      cfg.BucketKey,
-			TagKey:        cfg.TagKey,
-			Window:        cfg.BucketWindow,
-			Stats:         cfg.Stats,
-			CountBy:       cfg.CountBy,
-			KeepValues:    cfg.KeepValues,
-			ReplaceDot:    cfg.KeyReplaceDot,
-			ReplaceDollar: cfg.KeyReplaceDollar,
+			KeyPaths:   cfg.BucketKey,
+			Window:     cfg.BucketWindow,
+			Stats:      cfg.Stats,
+			CountBy:    cfg.CountBy,
+			KeepValues: cfg.KeepValues,
 		},
 	}, nil
 }

@@ -36,7 +36,10 @@ type Options struct {
 	WriteBatch   int
 	FlushTimeout time.Duration
 	// Expiry gives documents their expireAt when on.
-	Expiry     layout.Expiry
+	Expiry layout.Expiry
+	// Decoder and Grouper: the grouper's TagKey, ReplaceDot and
+	// ReplaceDollar are taken from TagKey and the decoder's, so that the
+	// two never disagree.
 	Decoder    parser.Options
 	Grouper    bucketer.Config
 	MaxRecords int // per bucket
@@ -128,6 +131,8 @@ type Totals struct {
 
 // New builds a sink. It does no I/O.
 func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink, error) {
+	opt.Grouper.TagKey = opt.TagKey
+	opt.Grouper.ReplaceDot, opt.Grouper.ReplaceDollar = opt.Decoder.ReplaceDot, opt.Decoder.ReplaceDollar
 	if opt.Mode == ModeFlat {
 		opt.Decoder.Reserved = append(opt.Decoder.Reserved, "_id", opt.TagKey)
 	}
