@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // The executor of the bucket protocol (protocol.go): it sends each round's
@@ -91,8 +91,7 @@ func (b *Buckets) send(ctx context.Context, cmds [][]*groupWrite) [][]error {
 			defer wg.Done()
 			defer func() {
 				if r := recover(); r != nil {
-					err := fmt.Errorf("panic: %v\n%s", r, debug.Stack())
-					errs[i] = slices.Repeat([]error{err}, len(c))
+					errs[i] = slices.Repeat([]error{errclass.Recovered(r)}, len(c))
 				}
 			}()
 			ups := make([]Upsert, len(c))
