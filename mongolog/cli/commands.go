@@ -95,12 +95,8 @@ func statsCommand(env Env) *cobra.Command {
 	}
 	tgt := addTarget(cmd, env)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		var q mongolog.Query
-		var err error
-		if q.Conds, err = mongolog.ParseConds(args); err != nil {
-			return err
-		}
-		if q.From, q.To, err = timeRange(since, from, to); err != nil {
+		q, err := queryOf(args, since, from, to)
+		if err != nil {
 			return err
 		}
 		var d time.Duration

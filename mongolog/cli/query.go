@@ -41,12 +41,8 @@ func queryCommand(env Env) *cobra.Command {
 				return fmt.Errorf("--%s is gone: use %s", g.name, g.instead)
 			}
 		}
-		var q mongolog.Query
-		var err error
-		if q.Conds, err = mongolog.ParseConds(args); err != nil {
-			return err
-		}
-		if q.From, q.To, err = timeRange(since, from, to); err != nil {
+		q, err := queryOf(args, since, from, to)
+		if err != nil {
 			return err
 		}
 		q.Limit = limit

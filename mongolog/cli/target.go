@@ -77,6 +77,17 @@ func (t *target) open(cmd *cobra.Command, check func(*conf.Config) error) (*conf
 	return cfg, db, closeFn, nil
 }
 
+// queryOf is the query of a read command's conditions and time flags.
+func queryOf(args []string, since, from, to string) (mongolog.Query, error) {
+	var q mongolog.Query
+	var err error
+	if q.Conds, err = mongolog.ParseConds(args); err != nil {
+		return q, err
+	}
+	q.From, q.To, err = timeRange(since, from, to)
+	return q, err
+}
+
 // timeRange reads --since, --from and --to; --from wins over --since.
 func timeRange(since, from, to string) (start, end time.Time, err error) {
 	if since != "" {
