@@ -23,6 +23,12 @@ func fbOn(v string) bool {
 	return false
 }
 
+// certificateKeyFile is the uri option for a client certificate and its
+// key, which the driver takes in one file.
+func certificateKeyFile(string) string {
+	return "put tlsCertificateKeyFile=FILE in the uri, FILE holding the certificate and its key in PEM"
+}
+
 // tlsURI maps Fluent Bit's TLS keys to what does the same in the uri. Fluent
 // Bit keeps every tls.* key for itself: a Go plugin never sees one.
 var tlsURI = map[string]func(v string) string{
@@ -38,14 +44,10 @@ var tlsURI = map[string]func(v string) string{
 		}
 		return "put tlsAllowInvalidHostnames=true in the uri"
 	},
-	"tls.ca_file": func(v string) string { return "put tlsCAFile=" + v + " in the uri" },
-	"tls.ca_path": func(string) string { return "the driver takes one CA file: put tlsCAFile=FILE in the uri" },
-	"tls.crt_file": func(string) string {
-		return "put tlsCertificateKeyFile=FILE in the uri, FILE holding the certificate and its key in PEM"
-	},
-	"tls.key_file": func(string) string {
-		return "put tlsCertificateKeyFile=FILE in the uri, FILE holding the certificate and its key in PEM"
-	},
+	"tls.ca_file":     func(v string) string { return "put tlsCAFile=" + v + " in the uri" },
+	"tls.ca_path":     func(string) string { return "the driver takes one CA file: put tlsCAFile=FILE in the uri" },
+	"tls.crt_file":    certificateKeyFile,
+	"tls.key_file":    certificateKeyFile,
 	"tls.key_passwd":  func(string) string { return "put tlsCertificateKeyFilePassword=... in the uri (or in uri_file)" },
 	"tls.vhost":       func(string) string { return "the server name checked is the uri's host" },
 	"tls.min_version": func(string) string { return "the driver uses TLS 1.2 or newer; the uri cannot change that" },
