@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -148,20 +149,14 @@ type Config struct {
 // ShardField is one field of a shard key: "_id", "start", or a bucket_key
 // path (the tag_key when bucket_key is empty), whose stored field is
 // key.<path> with dots replaced.
-type ShardField struct {
-	Name   string
-	Hashed bool
-}
+type ShardField = model.ShardField
 
 // Index is one index a user asks for: its fields in order, each ascending
 // (1) or descending (-1).
 type Index []IndexField
 
 // IndexField is one field of an Index.
-type IndexField struct {
-	Path  string
-	Order int
-}
+type IndexField = model.IndexField
 
 // TTLRule gives records whose Field holds Value a retention of TTL instead
 // of ttl. Field is a bucket_key path in bucket mode, a top-level field in

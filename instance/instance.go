@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -22,6 +21,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/metrics"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -284,13 +284,9 @@ func (in *Instance) flush(tag string, data []byte) sink.Result {
 // expiry is when the instance's documents leave. A rule names a bucket_key
 // path, stored as a field of the bucket's key, or a flat document's field.
 func expiry(cfg *conf.Config) layout.Expiry {
-	e := layout.Expiry{TTL: cfg.TTL, Jitter: cfg.TTLJitter}
+	e, docs := layout.Expiry{TTL: cfg.TTL, Jitter: cfg.TTLJitter}, cfg.Model()
 	for _, r := range cfg.TTLRules {
-		field := r.Field
-		if cfg.Mode == conf.ModeBucket {
-			field = parser.SafeName(field, cfg.KeyReplaceDot, cfg.KeyReplaceDollar)
-		}
-		e.Rules = append(e.Rules, layout.Rule{Field: field, Value: r.Value, TTL: r.TTL})
+		e.Rules = append(e.Rules, layout.Rule{Field: docs.RuleField(r.Field), Value: r.Value, TTL: r.TTL})
 	}
 	return e
 }
@@ -300,66 +296,29 @@ func spec(cfg *conf.Config, coll string) layout.Spec {
 	s := layout.Spec{Compression: cfg.Compression}
 	if coll == cfg.DeadLetterCollection {
 		if cfg.CreateIndexes && cfg.DeadLetterTTL > 0 {
-			s.TTLField, s.TTL = "parkedAt", cfg.DeadLetterTTL
+			s.TTLField, s.TTL = model.ParkedAt, cfg.DeadLetterTTL
 		}
 		return s
 	}
-	s.CappedSize, s.CappedMax, s.ShardKey = cfg.CappedSize, cfg.CappedMax, shardKey(cfg)
-	for _, ix := range cfg.Indexes {
-		var keys bson.D
-		for _, f := range ix {
-			keys = append(keys, bson.E{Key: f.Path, Value: f.Order})
-		}
-		s.Extra = append(s.Extra, keys)
+	docs := cfg.Model()
+	s.CappedSize, s.CappedMax, s.ShardKey, s.Extra = cfg.CappedSize, cfg.CappedMax, docs.ShardKey(), docs.UserIndexes()
+	if cfg.Validate {
+		s.Validator = docs.Validator()
 	}
 	e := expiry(cfg)
-	if cfg.Mode == conf.ModeFlat {
+	if docs.Flat {
 		s.ExpireAt = e.StoredFlat(cfg.TimeKey)
-		if cfg.Validate {
-			s.Validator = layout.FlatSchema(cfg.TimeKey)
-		}
 	} else {
 		s.ExpireAt, s.Projection = e.StoredBucket, layout.BucketProjection
-		if cfg.Validate {
-			s.Validator = layout.BucketSchema()
-		}
 	}
 	if !cfg.CreateIndexes {
 		return s
 	}
 	if cfg.TTL > 0 {
-		s.TTLField, s.TTL = layout.ExpireField, cfg.TTL
+		s.TTLField, s.TTL = model.ExpireAt, cfg.TTL
 	}
-	switch {
-	case cfg.Mode == conf.ModeFlat:
-		s.Keys = bson.D{{Key: cfg.TagKey, Value: 1}, {Key: cfg.TimeKey, Value: 1}}
-	case cfg.BucketWindow > 0:
-		s.Keys = bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
-	default:
-		s.Keys = bson.D{{Key: "key", Value: 1}}
-	}
+	s.Keys = docs.LookupIndex()
 	return s
-}
-
-// shardKey is the shard key document of shard_key: bucket_key fields are
-// stored under key.<field name>.
-func shardKey(cfg *conf.Config) bson.D {
-	if len(cfg.ShardKey) == 0 {
-		return nil
-	}
-	var d bson.D
-	for _, f := range cfg.ShardKey {
-		name := f.Name
-		if name != "_id" && name != "start" {
-			name = "key." + parser.SafeName(name, cfg.KeyReplaceDot, cfg.KeyReplaceDollar)
-		}
-		var v any = 1
-		if f.Hashed {
-			v = "hashed"
-		}
-		d = append(d, bson.E{Key: name, Value: v})
-	}
-	return d
 }
 
 // setup prepares a collection before its first write, knowing first what

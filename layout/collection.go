@@ -248,34 +248,3 @@ func FormatKeys(keys bson.D) string {
 	b.WriteByte('}')
 	return b.String()
 }
-
-// BucketSchema is the validator of a bucket collection: the fields every
-// bucket has, and BSON dates where TTL and range queries need them.
-func BucketSchema() bson.D {
-	return schema([]string{"key", "seq", "count", "logs", "minTs", "maxTs"}, bson.D{
-		{Key: "seq", Value: bson.D{{Key: "bsonType", Value: bson.A{"int", "long"}}}},
-		{Key: "count", Value: bson.D{{Key: "bsonType", Value: bson.A{"int", "long"}}}},
-		{Key: "logs", Value: bson.D{{Key: "bsonType", Value: "array"}}},
-		{Key: "start", Value: date},
-		{Key: "end", Value: date},
-		{Key: "minTs", Value: date},
-		{Key: "maxTs", Value: date},
-		{Key: ExpireField, Value: date},
-	})
-}
-
-// FlatSchema is the validator of a flat collection: every document has its
-// time as a BSON date, and expireAt is a date.
-func FlatSchema(timeKey string) bson.D {
-	return schema([]string{timeKey}, bson.D{{Key: timeKey, Value: date}, {Key: ExpireField, Value: date}})
-}
-
-var date = bson.D{{Key: "bsonType", Value: "date"}}
-
-func schema(required []string, props bson.D) bson.D {
-	return bson.D{{Key: "$jsonSchema", Value: bson.D{
-		{Key: "bsonType", Value: "object"},
-		{Key: "required", Value: required},
-		{Key: "properties", Value: props},
-	}}}
-}

@@ -8,11 +8,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
-
-// ExpireField is the field a document's expiry is stored in.
-const ExpireField = "expireAt"
 
 // Rule gives the documents whose Field holds Value a retention of TTL
 // instead of the collection's.
@@ -82,11 +80,11 @@ func (e Expiry) Bucket(id string, key bsoncore.Document, end, maxTs time.Time) t
 // StoredBucket is the expireAt of a stored bucket (its _id, key, end and
 // maxTs read), for the backfill.
 func (e Expiry) StoredBucket(doc bson.Raw) (time.Time, bool) {
-	id, ok := doc.Lookup("_id").StringValueOK()
+	id, ok := doc.Lookup(model.ID).StringValueOK()
 	cut := strings.LastIndexByte(id, '-')
-	maxTs, hasMax := doc.Lookup("maxTs").TimeOK()
-	end, _ := doc.Lookup("end").TimeOK()
-	key, _ := doc.Lookup("key").DocumentOK()
+	maxTs, hasMax := doc.Lookup(model.MaxTs).TimeOK()
+	end, _ := doc.Lookup(model.End).TimeOK()
+	key, _ := doc.Lookup(model.Key).DocumentOK()
 	if !ok || cut < 0 || !hasMax && end.IsZero() {
 		return time.Time{}, false
 	}
@@ -94,7 +92,7 @@ func (e Expiry) StoredBucket(doc bson.Raw) (time.Time, bool) {
 }
 
 // BucketProjection is what StoredBucket reads.
-var BucketProjection = bson.D{{Key: "_id", Value: 1}, {Key: "key", Value: 1}, {Key: "end", Value: 1}, {Key: "maxTs", Value: 1}}
+var BucketProjection = bson.D{{Key: model.ID, Value: 1}, {Key: model.Key, Value: 1}, {Key: model.End, Value: 1}, {Key: model.MaxTs, Value: 1}}
 
 // Flat is the expireAt of a flat document with ObjectID oid, time t and
 // fields doc.
@@ -106,7 +104,7 @@ func (e Expiry) Flat(oid [12]byte, t time.Time, doc bsoncore.Document) time.Time
 // timeKey, for the backfill.
 func (e Expiry) StoredFlat(timeKey string) func(doc bson.Raw) (time.Time, bool) {
 	return func(doc bson.Raw) (time.Time, bool) {
-		oid, ok := doc.Lookup("_id").ObjectIDOK()
+		oid, ok := doc.Lookup(model.ID).ObjectIDOK()
 		t, hasTime := doc.Lookup(timeKey).TimeOK()
 		if !ok || !hasTime {
 			return time.Time{}, false

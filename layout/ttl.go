@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
@@ -119,7 +120,7 @@ func (k *Keeper) empty(ctx context.Context, coll string, idx ttlIndex) bool {
 	if idx.missing {
 		return true
 	}
-	err := k.db.Collection(coll).FindOne(ctx, bson.D{}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	err := k.db.Collection(coll).FindOne(ctx, bson.D{}, options.FindOne().SetProjection(bson.D{{Key: model.ID, Value: 1}})).Err()
 	return errors.Is(err, mongo.ErrNoDocuments)
 }
 
@@ -207,18 +208,18 @@ func (k *Keeper) deleteExpired(ctx context.Context, coll, field string, want, to
 	var done int64
 	for {
 		filter := expiredBy(field, want, time.Now())
-		cur, err := c.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}).
+		cur, err := c.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: model.ID, Value: 1}}).
 			SetSort(bson.D{{Key: field, Value: 1}}).SetLimit(batch))
 		var ids bson.A
 		if err == nil {
 			for cur.Next(ctx) {
-				ids = append(ids, cur.Current.Lookup("_id"))
+				ids = append(ids, cur.Current.Lookup(model.ID))
 			}
 			err = errors.Join(cur.Err(), cur.Close(ctx))
 		}
 		if err == nil && len(ids) > 0 {
 			var res *mongo.DeleteResult
-			res, err = c.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+			res, err = c.DeleteMany(ctx, bson.D{{Key: model.ID, Value: bson.D{{Key: "$in", Value: ids}}}})
 			if err == nil {
 				done += res.DeletedCount
 			}
@@ -281,7 +282,7 @@ func (k *Keeper) backfill(coll string, s Spec) error {
 					continue
 				}
 				models = append(models, mongo.NewUpdateOneModel().
-					SetFilter(bson.D{{Key: "_id", Value: cur.Current.Lookup("_id")}, missing[0]}).
+					SetFilter(bson.D{{Key: model.ID, Value: cur.Current.Lookup(model.ID)}, missing[0]}).
 					SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: s.TTLField, Value: at}}}}))
 			}
 			if err := errors.Join(cur.Err(), cur.Close(ctx)); err != nil {

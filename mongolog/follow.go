@@ -14,6 +14,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/fbconf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Follower prints the records of a query as they land, poll by poll, each
@@ -175,7 +176,7 @@ func (f *Follower) pollFlat(ctx context.Context, coll string, q Query) error {
 	defer cur.Close(ctx)
 	for cur.Next(ctx) {
 		rec := cur.Current
-		if err := f.take(position{doc: bucketRef{coll, string(rec.Lookup("_id").Value)}}, rec); err != nil {
+		if err := f.take(position{doc: bucketRef{coll, string(rec.Lookup(model.ID).Value)}}, rec); err != nil {
 			return err
 		}
 	}
@@ -193,7 +194,7 @@ func (f *Follower) pollBuckets(ctx context.Context, coll string, q Query, counts
 	if bf == nil {
 		bf = bson.D{}
 	}
-	cur, err := c.Find(ctx, bf, options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "count", Value: 1}}))
+	cur, err := c.Find(ctx, bf, options.Find().SetProjection(bson.D{{Key: model.ID, Value: 1}, {Key: model.Count, Value: 1}}))
 	if err != nil {
 		return fmt.Errorf("querying %s: %w", coll, err)
 	}
@@ -201,10 +202,10 @@ func (f *Follower) pollBuckets(ctx context.Context, coll string, q Query, counts
 	all := 0
 	for cur.Next(ctx) {
 		all++
-		ref := bucketRef{coll, string(cur.Current.Lookup("_id").Value)}
-		n, _ := cur.Current.Lookup("count").AsInt64OK()
+		ref := bucketRef{coll, string(cur.Current.Lookup(model.ID).Value)}
+		n, _ := cur.Current.Lookup(model.Count).AsInt64OK()
 		if old, ok := f.counts[ref]; !ok || old != n {
-			changed = append(changed, cur.Current.Lookup("_id"))
+			changed = append(changed, cur.Current.Lookup(model.ID))
 		}
 		counts[ref] = n
 	}
@@ -218,25 +219,25 @@ func (f *Follower) pollBuckets(ctx context.Context, coll string, q Query, counts
 	}
 	match := bf
 	if len(changed) < all && len(changed) <= 1000 {
-		match = append(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: changed}}}}, bf...)
+		match = append(bson.D{{Key: model.ID, Value: bson.D{{Key: "$in", Value: changed}}}}, bf...)
 	}
-	pipe := mongo.Pipeline{{{Key: "$match", Value: match}}, {{Key: "$unwind", Value: "$logs"}}}
-	if ef := f.r.entryFilter(q, "logs."); len(ef) > 0 {
+	pipe := mongo.Pipeline{{{Key: "$match", Value: match}}, {{Key: "$unwind", Value: "$" + model.Logs}}}
+	if ef := f.r.entryFilter(q, model.In("")); len(ef) > 0 {
 		pipe = append(pipe, bson.D{{Key: "$match", Value: ef}})
 	}
-	pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: "logs." + f.r.Cfg.TimeKey, Value: 1}}}},
-		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "logs", Value: 1}}}})
+	pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(f.r.Cfg.TimeKey), Value: 1}}}},
+		bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 1}, {Key: model.Logs, Value: 1}}}})
 	cur, err = c.Aggregate(ctx, pipe)
 	if err != nil {
 		return fmt.Errorf("querying %s: %w", coll, err)
 	}
 	defer cur.Close(ctx)
 	for cur.Next(ctx) {
-		rec, ok := cur.Current.Lookup("logs").DocumentOK()
+		rec, ok := cur.Current.Lookup(model.Logs).DocumentOK()
 		if !ok {
 			continue
 		}
-		p := position{doc: bucketRef{coll, string(cur.Current.Lookup("_id").Value)}}
+		p := position{doc: bucketRef{coll, string(cur.Current.Lookup(model.ID).Value)}}
 		sum := sha256.Sum256(rec)
 		copy(p.entry[:], sum[:])
 		if err := f.take(p, rec); err != nil {

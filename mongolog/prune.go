@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // PruneOptions say what prune deletes and how fast.
@@ -31,7 +32,7 @@ func (r *Reader) pruneTimeField() string {
 	if r.Cfg.Mode == conf.ModeFlat {
 		return r.Cfg.TimeKey
 	}
-	return "maxTs"
+	return model.MaxTs
 }
 
 // PruneFilter checks opt and returns the filter of the documents it
@@ -84,7 +85,7 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 		var skip int64 // dry: what was shown already
 		for {
 			fo := options.Find().SetSort(bson.D{{Key: timeField, Value: 1}}).SetLimit(batch).
-				SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "count", Value: 1}, {Key: timeField, Value: 1}, {Key: "key", Value: 1}})
+				SetProjection(bson.D{{Key: model.ID, Value: 1}, {Key: model.Count, Value: 1}, {Key: timeField, Value: 1}, {Key: model.Key, Value: 1}})
 			if opt.DryRun {
 				fo.SetSkip(skip)
 			}
@@ -96,18 +97,18 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 			var records int64
 			for cur.Next(ctx) {
 				d := cur.Current
-				ids = append(ids, d.Lookup("_id"))
+				ids = append(ids, d.Lookup(model.ID))
 				n := int64(1)
 				if r.Cfg.Mode != conf.ModeFlat {
-					n = d.Lookup("count").AsInt64()
+					n = d.Lookup(model.Count).AsInt64()
 				}
 				records += n
 				if opt.DryRun {
 					key := ""
-					if k, ok := d.Lookup("key").DocumentOK(); ok {
+					if k, ok := d.Lookup(model.Key).DocumentOK(); ok {
 						key = " key " + k.String()
 					}
-					show(fmt.Sprintf("would delete %s %s%s, %d records, newest %s", coll, cell(d.Lookup("_id")), key, n,
+					show(fmt.Sprintf("would delete %s %s%s, %d records, newest %s", coll, cell(d.Lookup(model.ID)), key, n,
 						cell(d.Lookup(timeField))))
 				}
 			}
@@ -125,7 +126,7 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 				p.Records += records
 				continue
 			}
-			res, err := c.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+			res, err := c.DeleteMany(ctx, bson.D{{Key: model.ID, Value: bson.D{{Key: "$in", Value: ids}}}})
 			if err != nil {
 				return p, fmt.Errorf("deleting from %s: %w", coll, err)
 			}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Cond is a condition on the records' fields: Field Op Value, Op one of
@@ -149,7 +149,7 @@ func (r *Reader) keyField(path string) (string, bool) {
 	if !slices.Contains(keys, path) {
 		return "", false
 	}
-	return "key." + parser.SafeName(path, r.Cfg.KeyReplaceDot, r.Cfg.KeyReplaceDollar), true
+	return r.Cfg.Model().KeyPath(path), true
 }
 
 // bucketFilter selects the buckets that may hold records of q: key
@@ -174,28 +174,17 @@ func (r *Reader) bucketFilter(q Query) bson.D {
 			whole = nil // stored as a number or as text: not one value
 			break
 		}
-		whole = append(whole, bson.E{Key: parser.SafeName(k, r.Cfg.KeyReplaceDot, r.Cfg.KeyReplaceDollar), Value: q.Conds[i].Value})
+		whole = append(whole, bson.E{Key: r.Cfg.Model().KeyName(k), Value: q.Conds[i].Value})
 	}
 	if whole != nil {
-		f = append(f, bson.E{Key: "key", Value: whole})
+		f = append(f, bson.E{Key: model.Key, Value: whole})
 	}
 	for _, c := range q.Conds {
 		if path, ok := r.keyField(c.Field); ok && (c.Op == "=" && whole == nil || c.Op == "~") {
 			f = append(f, c.filter(path))
 		}
 	}
-	if !q.From.IsZero() {
-		f = append(f, bson.E{Key: "maxTs", Value: bson.D{{Key: "$gte", Value: q.From}}})
-		if r.Cfg.BucketWindow > 0 {
-			f = append(f, bson.E{Key: "start", Value: bson.D{{Key: "$gt", Value: q.From.Add(-r.Cfg.BucketWindow)}}})
-		}
-	}
-	if !q.To.IsZero() {
-		f = append(f, bson.E{Key: "minTs", Value: bson.D{{Key: "$lt", Value: q.To}}})
-		if r.Cfg.BucketWindow > 0 {
-			f = append(f, bson.E{Key: "start", Value: bson.D{{Key: "$lt", Value: q.To}}})
-		}
-	}
+	f = append(f, r.Cfg.Model().BucketsIn(q.From, q.To)...)
 	return mergeSame(f)
 }
 
@@ -268,15 +257,15 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 			if bf := r.bucketFilter(q); len(bf) > 0 {
 				pipe = append(pipe, bson.D{{Key: "$match", Value: bf}})
 			}
-			pipe = append(pipe, bson.D{{Key: "$unwind", Value: "$logs"}})
-			if ef := r.entryFilter(q, "logs."); len(ef) > 0 {
+			pipe = append(pipe, bson.D{{Key: "$unwind", Value: "$" + model.Logs}})
+			if ef := r.entryFilter(q, model.In("")); len(ef) > 0 {
 				pipe = append(pipe, bson.D{{Key: "$match", Value: ef}})
 			}
-			pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: "logs." + r.Cfg.TimeKey, Value: 1}}}})
+			pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(r.Cfg.TimeKey), Value: 1}}}})
 			if left > 0 {
 				pipe = append(pipe, bson.D{{Key: "$limit", Value: left}})
 			}
-			pipe = append(pipe, bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "logs", Value: 1}}}})
+			pipe = append(pipe, bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 0}, {Key: model.Logs, Value: 1}}}})
 			cur, err = c.Aggregate(ctx, pipe)
 		}
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Agg is a numeric field's summary over a window.
@@ -87,7 +88,7 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 	if err != nil {
 		return nil, err
 	}
-	proj := bson.D{{Key: "start", Value: 1}, {Key: "minTs", Value: 1}, {Key: "count", Value: 1}, {Key: "counts", Value: 1}, {Key: "stats", Value: 1}}
+	proj := bson.D{{Key: model.Start, Value: 1}, {Key: model.MinTs, Value: 1}, {Key: model.Count, Value: 1}, {Key: model.Counts, Value: 1}, {Key: model.Stats, Value: 1}}
 	byStart := map[int64]*Window{}
 	for _, coll := range colls {
 		f := r.bucketFilter(q)
@@ -100,9 +101,9 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 		}
 		for cur.Next(ctx) {
 			d := cur.Current
-			at, ok := d.Lookup("start").TimeOK()
+			at, ok := d.Lookup(model.Start).TimeOK()
 			if !ok {
-				at, _ = d.Lookup("minTs").TimeOK()
+				at, _ = d.Lookup(model.MinTs).TimeOK()
 			}
 			at = at.UTC().Truncate(step)
 			w := byStart[at.UnixMilli()]
@@ -111,8 +112,8 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 				byStart[at.UnixMilli()] = w
 			}
 			w.Buckets++
-			w.Records += d.Lookup("count").AsInt64()
-			counts, _ := d.Lookup("counts").DocumentOK()
+			w.Records += d.Lookup(model.Count).AsInt64()
+			counts, _ := d.Lookup(model.Counts).DocumentOK()
 			fields, _ := counts.Elements()
 			for _, fe := range fields {
 				vals, _ := fe.Value().Document().Elements()
@@ -125,7 +126,7 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 					m[v.Key()] += v.Value().AsInt64()
 				}
 			}
-			stats, _ := d.Lookup("stats").DocumentOK()
+			stats, _ := d.Lookup(model.Stats).DocumentOK()
 			sfields, _ := stats.Elements()
 			for _, se := range sfields {
 				s := se.Value().Document()

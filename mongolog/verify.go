@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -70,14 +71,14 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Prob
 		if filter == nil {
 			filter = bson.D{}
 		}
-		cur, err := r.DB.Collection(coll).Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		cur, err := r.DB.Collection(coll).Find(ctx, filter, options.Find().SetSort(bson.D{{Key: model.ID, Value: 1}}))
 		if err != nil {
 			return v, fmt.Errorf("reading %s: %w", coll, err)
 		}
 		for cur.Next(ctx) {
 			d := cur.Current
-			id := d.Lookup("_id").String()
-			if s, ok := d.Lookup("_id").StringValueOK(); ok {
+			id := d.Lookup(model.ID).String()
+			if s, ok := d.Lookup(model.ID).StringValueOK(); ok {
 				id = s
 			}
 			v.Docs++
@@ -119,20 +120,20 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Prob
 // verifyBucket checks one bucket and returns its entries.
 func (r *Reader) verifyBucket(d bson.Raw, summarizer *bucketer.Config, writes map[[32]byte]where, id string,
 	bad func(string, ...any)) []bson.RawValue {
-	logs, ok := d.Lookup("logs").ArrayOK()
+	logs, ok := d.Lookup(model.Logs).ArrayOK()
 	if !ok {
 		bad("no logs array")
 		return nil
 	}
 	entries, _ := logs.Values()
-	count := d.Lookup("count").AsInt64()
+	count := d.Lookup(model.Count).AsInt64()
 	if count != int64(len(entries)) {
 		bad("count %d, %d entries", count, len(entries))
 	}
-	start, windowed := d.Lookup("start").TimeOK()
-	end, _ := d.Lookup("end").TimeOK()
-	minTs, _ := d.Lookup("minTs").TimeOK()
-	maxTs, _ := d.Lookup("maxTs").TimeOK()
+	start, windowed := d.Lookup(model.Start).TimeOK()
+	end, _ := d.Lookup(model.End).TimeOK()
+	minTs, _ := d.Lookup(model.MinTs).TimeOK()
+	maxTs, _ := d.Lookup(model.MaxTs).TimeOK()
 	recs := make([]*parser.Record, 0, len(entries))
 	var lo, hi time.Time
 	for i, e := range entries {
@@ -165,7 +166,7 @@ func (r *Reader) verifyBucket(d bson.Raw, summarizer *bucketer.Config, writes ma
 			lo.UTC().Format(time.RFC3339Nano), hi.UTC().Format(time.RFC3339Nano))
 	}
 	r.verifySummary(d, summarizer.Summarize(recs), bad)
-	if ops, ok := d.Lookup("ops").ArrayOK(); ok {
+	if ops, ok := d.Lookup(model.Ops).ArrayOK(); ok {
 		vals, _ := ops.Values()
 		runs := writer.OpRuns(d)
 		covered := 0
@@ -199,7 +200,7 @@ func writeKey(tag uint32, entry []byte) [32]byte {
 // verifySummary compares a bucket's stats and counts with those its
 // entries give.
 func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string, ...any)) {
-	stats, _ := d.Lookup("stats").DocumentOK()
+	stats, _ := d.Lookup(model.Stats).DocumentOK()
 	for _, s := range sum.Stats {
 		got, err := stats.LookupErr(s.Field)
 		if err != nil {
@@ -221,7 +222,7 @@ func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string
 				num("min"), num("max"), num("sum"), num("n"), s.Min, s.Max, wantSum, s.N)
 		}
 	}
-	counts, _ := d.Lookup("counts").DocumentOK()
+	counts, _ := d.Lookup(model.Counts).DocumentOK()
 	want := map[string]int{}
 	for _, c := range sum.Counts {
 		want[c.Field+"."+c.Value] = c.N

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -104,23 +105,23 @@ func (s *Sink) deadLetter(f *flush, l letter, now time.Time, limit int, refused 
 	}
 	docID := f.id + ":" + l.key
 	d := bsoncore.NewDocumentBuilder().
-		AppendString("_id", docID).
+		AppendString(model.ID, docID).
 		AppendString(s.opt.TagKey, text(f.tag)).
-		AppendString("reason", text(l.reason)).
-		AppendString("chunk", f.id).
-		AppendDateTime("parkedAt", now.UnixMilli())
+		AppendString(model.Reason, text(l.reason)).
+		AppendString(model.Chunk, f.id).
+		AppendDateTime(model.ParkedAt, now.UnixMilli())
 	if !l.t.IsZero() {
 		d.AppendDateTime(s.opt.Decoder.TimeKey, l.t.UnixMilli())
 	}
-	d.AppendString("format", l.format).AppendInt64("size", int64(len(l.raw)))
+	d.AppendString(model.Format, l.format).AppendInt64(model.Size, int64(len(l.raw)))
 	raw := l.raw
 	if len(raw) > limit {
 		raw = raw[:limit]
-		d.AppendBoolean("truncated", true)
+		d.AppendBoolean(model.Truncated, true)
 	}
 	if refused != "" {
-		d.AppendString("refused", text(refused))
+		d.AppendString(model.Refused, text(refused))
 	}
-	d.AppendBinary("raw", 0, raw)
+	d.AppendBinary(model.Raw, 0, raw)
 	return writer.Doc{ID: bsoncore.Value{Type: bsoncore.TypeString, Data: bsoncore.AppendString(nil, docID)}, Raw: bson.Raw(d.Build())}
 }

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -29,7 +29,7 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 		docs := make([]writer.Doc, len(recs))
 		for j, r := range recs {
 			s.expire(r)
-			docs[j] = writer.Doc{ID: r.Doc.Lookup("_id"), Raw: bson.Raw(r.Doc)}
+			docs[j] = writer.Doc{ID: r.Doc.Lookup(model.ID), Raw: bson.Raw(r.Doc)}
 		}
 		drops := map[int]int{} // by index in docs
 		for j, r := range recs {
@@ -67,11 +67,11 @@ func (s *Sink) flatPrefix(id, tag string) parser.Prefix {
 		var oid [12]byte
 		binary.BigEndian.PutUint32(oid[:4], uint32(t.Unix()))
 		binary.BigEndian.PutUint64(oid[4:], splitmix(seed+uint64(idx)))
-		dst = bsoncore.AppendObjectIDElement(dst, "_id", oid)
+		dst = bsoncore.AppendObjectIDElement(dst, model.ID, oid)
 		dst = bsoncore.AppendStringElement(dst, s.opt.TagKey, tag)
 		if s.opt.Expiry.On() {
 			// Filled in by expire once the record's fields and time are known.
-			dst = bsoncore.AppendTimeElement(dst, layout.ExpireField, time.Time{})
+			dst = bsoncore.AppendTimeElement(dst, model.ExpireAt, time.Time{})
 		}
 		return dst
 	}
@@ -89,7 +89,7 @@ func (s *Sink) reid(b *parser.Batch, id string) {
 	seed := flatSeed(id)
 	for i := range b.Records {
 		r := &b.Records[i]
-		if v, err := r.Doc.LookupErr("_id"); err == nil && v.Type == bsoncore.TypeObjectID {
+		if v, err := r.Doc.LookupErr(model.ID); err == nil && v.Type == bsoncore.TypeObjectID {
 			binary.BigEndian.PutUint64(v.Data[4:], splitmix(seed+uint64(r.Index)))
 		}
 	}
@@ -101,8 +101,8 @@ func (s *Sink) expire(r *parser.Record) {
 	if !s.opt.Expiry.On() {
 		return
 	}
-	oid, ok := r.Doc.Lookup("_id").ObjectIDOK()
-	v, err := r.Doc.LookupErr(layout.ExpireField)
+	oid, ok := r.Doc.Lookup(model.ID).ObjectIDOK()
+	v, err := r.Doc.LookupErr(model.ExpireAt)
 	if !ok || err != nil || v.Type != bsoncore.TypeDateTime {
 		return
 	}

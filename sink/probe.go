@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -23,7 +24,7 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 		if s.opt.Mode == ModeFlat {
 			ids := make([]bsoncore.Value, len(parts[i]))
 			for j := range parts[i] {
-				ids[j] = parts[i][j].Doc.Lookup("_id")
+				ids[j] = parts[i][j].Doc.Lookup(model.ID)
 			}
 			if n, err := writer.Existing(ctx, s.store, coll, ids, s.retry); err != nil || n > 0 {
 				return n > 0, err
@@ -36,7 +37,7 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 		}
 	}
 	lo, hi := id+":", id+";" // dead-letter ids are id:key
-	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument("_id", bsoncore.NewDocumentBuilder().
+	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument(model.ID, bsoncore.NewDocumentBuilder().
 		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
 	var docs []bson.Raw
 	err := s.retry.Do(ctx, func() (err error) {

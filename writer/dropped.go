@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
@@ -84,7 +85,7 @@ func control(ctx context.Context, store Store, coll string, size int) error {
 		}
 	}
 	in := bsoncore.NewArrayBuilder().AppendBinary(0, pad).Build()
-	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
+	filter := bsoncore.NewDocumentBuilder().AppendDocument(model.ID,
 		bsoncore.NewDocumentBuilder().AppendArray("$in", in).Build()).Build()
 	_, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: IDProjection, Limit: 1})
 	return err

@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -58,15 +58,15 @@ func (b *Buckets) header(g *bucketer.Group) int {
 // the _id implies: a collection sharded on them (or on a hashed _id) routes
 // the upsert to one shard, as MongoDB requires of upserts.
 func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
-	f := bsoncore.NewDocumentBuilder().AppendString("_id", bucketer.BucketID(g.ID, p.seq))
+	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, p.seq))
 	elems, _ := g.Key.Elements()
 	for _, e := range elems {
-		f.AppendValue("key."+e.Key(), e.Value())
+		f.AppendValue(model.Key+"."+e.Key(), e.Value())
 	}
 	if !g.Start.IsZero() {
-		f.AppendDateTime("start", g.Start.UnixMilli())
+		f.AppendDateTime(model.Start, g.Start.UnixMilli())
 	}
-	return bson.Raw(f.AppendInt32("count", int32(p.count)).Build())
+	return bson.Raw(f.AppendInt32(model.Count, int32(p.count)).Build())
 }
 
 // update builds the update document of one write into dst.
@@ -74,12 +74,12 @@ func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.
 	at, dst := bsoncore.ReserveLength(dst)
 
 	ins, dst := bsoncore.AppendDocumentElementStart(dst, "$setOnInsert")
-	dst = bsoncore.AppendDocumentElement(dst, "key", g.Key)
+	dst = bsoncore.AppendDocumentElement(dst, model.Key, g.Key)
 	if !g.Start.IsZero() {
-		dst = bsoncore.AppendTimeElement(dst, "start", g.Start)
-		dst = bsoncore.AppendTimeElement(dst, "end", g.End)
+		dst = bsoncore.AppendTimeElement(dst, model.Start, g.Start)
+		dst = bsoncore.AppendTimeElement(dst, model.End, g.End)
 	}
-	dst = bsoncore.AppendInt32Element(dst, "seq", int32(p.seq))
+	dst = bsoncore.AppendInt32Element(dst, model.Seq, int32(p.seq))
 	dst, _ = bsoncore.AppendDocumentEnd(dst, ins)
 
 	dst = b.appendPush(dst, p, recs, tag)
@@ -95,7 +95,7 @@ func (b *Buckets) update(dst []byte, g *bucketer.Group, p *part, recs []*parser.
 // Idempotent, their op elements.
 func (b *Buckets) appendPush(dst []byte, p *part, recs []*parser.Record, tag uint32) []byte {
 	push, dst := bsoncore.AppendDocumentElementStart(dst, "$push")
-	logs, dst := bsoncore.AppendDocumentElementStart(dst, "logs")
+	logs, dst := bsoncore.AppendDocumentElementStart(dst, model.Logs)
 	each, dst := bsoncore.AppendArrayElementStart(dst, "$each")
 	var idx []byte
 	for i, r := range recs {
@@ -106,7 +106,7 @@ func (b *Buckets) appendPush(dst []byte, p *part, recs []*parser.Record, tag uin
 	dst, _ = bsoncore.AppendArrayEnd(dst, each)
 	dst, _ = bsoncore.AppendDocumentEnd(dst, logs)
 	if b.cfg.Idempotent {
-		ops, dst2 := bsoncore.AppendDocumentElementStart(dst, "ops")
+		ops, dst2 := bsoncore.AppendDocumentElementStart(dst, model.Ops)
 		arr, dst3 := bsoncore.AppendArrayElementStart(dst2, "$each")
 		dst3 = appendOps(dst3, tag, p.n)
 		dst3, _ = bsoncore.AppendArrayEnd(dst3, arr)
@@ -133,7 +133,7 @@ func appendValues(dst []byte, vals []bucketer.Values) []byte {
 			if len(vs.Vals) == 0 {
 				continue
 			}
-			field, d2 := bsoncore.AppendDocumentElementStart(d, "values."+vs.Field)
+			field, d2 := bsoncore.AppendDocumentElementStart(d, model.Values+"."+vs.Field)
 			arr, d3 := bsoncore.AppendArrayElementStart(d2, "$each")
 			for i, v := range vs.Vals {
 				d3 = bsoncore.AppendValueElement(d3, strconv.Itoa(i), v)
@@ -146,7 +146,7 @@ func appendValues(dst []byte, vals []bucketer.Values) []byte {
 	if len(truncated) > 0 {
 		set, d := bsoncore.AppendDocumentElementStart(dst, "$set")
 		for _, f := range truncated {
-			d = bsoncore.AppendBooleanElement(d, "valuesTruncated."+f, true)
+			d = bsoncore.AppendBooleanElement(d, model.ValuesTruncated+"."+f, true)
 		}
 		dst, _ = bsoncore.AppendDocumentEnd(d, set)
 	}
@@ -157,19 +157,19 @@ func appendValues(dst []byte, vals []bucketer.Values) []byte {
 // sums and counts, the count_by counts.
 func appendInc(dst []byte, p *part, sum bucketer.Summary, size int) []byte {
 	inc, dst := bsoncore.AppendDocumentElementStart(dst, "$inc")
-	dst = bsoncore.AppendInt32Element(dst, "count", int32(p.n))
-	dst = bsoncore.AppendInt64Element(dst, "bytes", int64(size))
+	dst = bsoncore.AppendInt32Element(dst, model.Count, int32(p.n))
+	dst = bsoncore.AppendInt64Element(dst, model.Bytes, int64(size))
 	for _, s := range sum.Stats {
 		if s.Float {
-			dst = bsoncore.AppendDoubleElement(dst, "stats."+s.Field+".sum", s.Sum)
+			dst = bsoncore.AppendDoubleElement(dst, model.Stat(s.Field, "sum"), s.Sum)
 		} else {
-			dst = bsoncore.AppendInt64Element(dst, "stats."+s.Field+".sum", s.IntSum)
+			dst = bsoncore.AppendInt64Element(dst, model.Stat(s.Field, "sum"), s.IntSum)
 		}
 		// The numeric values summed: sum / n is the exact average.
-		dst = bsoncore.AppendInt64Element(dst, "stats."+s.Field+".n", int64(s.N))
+		dst = bsoncore.AppendInt64Element(dst, model.Stat(s.Field, "n"), int64(s.N))
 	}
 	for _, c := range sum.Counts {
-		dst = bsoncore.AppendInt32Element(dst, "counts."+c.Field+"."+c.Value, int32(c.N))
+		dst = bsoncore.AppendInt32Element(dst, model.Counts+"."+c.Field+"."+c.Value, int32(c.N))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, inc)
 	return dst
@@ -179,19 +179,19 @@ func appendInc(dst []byte, p *part, sum bucketer.Summary, size int) []byte {
 // bucket's expireAt when expiry is on.
 func (b *Buckets) appendMinMax(dst []byte, g *bucketer.Group, sum bucketer.Summary) []byte {
 	mn, dst := bsoncore.AppendDocumentElementStart(dst, "$min")
-	dst = bsoncore.AppendTimeElement(dst, "minTs", sum.MinTs)
+	dst = bsoncore.AppendTimeElement(dst, model.MinTs, sum.MinTs)
 	for _, s := range sum.Stats {
-		dst = appendNumber(dst, "stats."+s.Field+".min", s.Min, s.Float)
+		dst = appendNumber(dst, model.Stat(s.Field, "min"), s.Min, s.Float)
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, mn)
 
 	mx, dst := bsoncore.AppendDocumentElementStart(dst, "$max")
-	dst = bsoncore.AppendTimeElement(dst, "maxTs", sum.MaxTs)
+	dst = bsoncore.AppendTimeElement(dst, model.MaxTs, sum.MaxTs)
 	for _, s := range sum.Stats {
-		dst = appendNumber(dst, "stats."+s.Field+".max", s.Max, s.Float)
+		dst = appendNumber(dst, model.Stat(s.Field, "max"), s.Max, s.Float)
 	}
 	if b.cfg.Expiry.On() {
-		dst = bsoncore.AppendTimeElement(dst, layout.ExpireField, b.cfg.Expiry.Bucket(g.ID, g.Key, g.End, sum.MaxTs))
+		dst = bsoncore.AppendTimeElement(dst, model.ExpireAt, b.cfg.Expiry.Bucket(g.ID, g.Key, g.End, sum.MaxTs))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, mx)
 	return dst

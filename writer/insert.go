@@ -8,6 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Doc is a document to insert with its _id.
@@ -192,7 +194,7 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 	for _, p := range pending {
 		ids.AppendValue(docs[p].ID)
 	}
-	filter := bsoncore.NewDocumentBuilder().AppendDocument("_id",
+	filter := bsoncore.NewDocumentBuilder().AppendDocument(model.ID,
 		bsoncore.NewDocumentBuilder().AppendArray("$in", ids.Build()).Build()).Build()
 	found, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: IDProjection})
 	if err != nil {
@@ -204,7 +206,7 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 	}
 	stored := map[int]bool{}
 	for _, d := range found {
-		if p, ok := byID[string(d.Lookup("_id").Value)]; ok {
+		if p, ok := byID[string(d.Lookup(model.ID).Value)]; ok {
 			stored[p] = true
 		}
 	}
@@ -212,7 +214,7 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 }
 
 // IDProjection returns a document's _id alone.
-var IDProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("_id", 1).Build())
+var IDProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.ID, 1).Build())
 
 // Existing counts the documents of coll whose _id is one of ids.
 func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Value, retry Retry) (int, error) {

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Reading buckets: what earlier attempts of a chunk stored (Stored), and
@@ -51,7 +52,7 @@ func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer
 		}
 		matchers := map[*bucketer.Group]*matcher{}
 		for _, d := range docs {
-			id, _ := d.Lookup("_id").StringValueOK()
+			id, _ := d.Lookup(model.ID).StringValueOK()
 			g := byID[id[:max(strings.LastIndexByte(id, '-'), 0)]]
 			if g == nil {
 				continue
@@ -88,10 +89,10 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 		keys[ms].AppendDocument(g.Key)
 	}
 	clause := func(start time.Time) bsoncore.Document {
-		c := bsoncore.NewDocumentBuilder().AppendDocument("key",
+		c := bsoncore.NewDocumentBuilder().AppendDocument(model.Key,
 			bsoncore.NewDocumentBuilder().AppendArray("$in", keys[start.UnixMilli()].Build()).Build())
 		if !start.IsZero() {
-			c.AppendDateTime("start", start.UnixMilli())
+			c.AppendDateTime(model.Start, start.UnixMilli())
 		}
 		return c.Build()
 	}
@@ -108,35 +109,35 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 		}
 		f.AppendArray("$or", or.Build())
 	}
-	f.AppendDocument("ops", tagFilter(tag))
+	f.AppendDocument(model.Ops, tagFilter(tag))
 	return bson.Raw(f.Build())
 }
 
 var (
-	fillProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
-			AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("values", 1).Build())
-	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", 1).AppendInt32("count", 1).
-				AppendInt32("bytes", 1).AppendInt32("ops", 1).AppendInt32("values", 1).AppendInt32("logs", 1).Build())
-	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("ops", 1).AppendInt32("logs", 1).Build())
-	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32("seq", -1).Build())
+	fillProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, 1).AppendInt32(model.Count, 1).
+			AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).Build())
+	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, 1).AppendInt32(model.Count, 1).
+				AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).AppendInt32(model.Logs, 1).Build())
+	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Ops, 1).AppendInt32(model.Logs, 1).Build())
+	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, -1).Build())
 )
 
 func idFilter(id string) bson.Raw {
-	return bson.Raw(bsoncore.NewDocumentBuilder().AppendString("_id", id).Build())
+	return bson.Raw(bsoncore.NewDocumentBuilder().AppendString(model.ID, id).Build())
 }
 
 // groupFilter selects the buckets of g through the lookup index.
 func (b *Buckets) groupFilter(g *bucketer.Group) bson.Raw {
-	f := bsoncore.NewDocumentBuilder().AppendDocument("key", g.Key)
+	f := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, g.Key)
 	if !g.Start.IsZero() {
-		f.AppendDateTime("start", g.Start.UnixMilli())
+		f.AppendDateTime(model.Start, g.Start.UnixMilli())
 	}
 	return bson.Raw(f.Build())
 }
 
 // heldValues reads the keep_values values of a bucket.
 func heldValues(d bson.Raw) map[string]map[string]bool {
-	vd, ok := d.Lookup("values").DocumentOK()
+	vd, ok := d.Lookup(model.Values).DocumentOK()
 	fields, err := vd.Elements()
 	if !ok || err != nil || len(fields) == 0 {
 		return nil
@@ -155,7 +156,7 @@ func heldValues(d bson.Raw) map[string]map[string]bool {
 }
 
 func fill(d bson.Raw) (count, bytes int) {
-	return int(numberOf(d.Lookup("count"))), int(numberOf(d.Lookup("bytes")))
+	return int(numberOf(d.Lookup(model.Count))), int(numberOf(d.Lookup(model.Bytes)))
 }
 
 func numberOf(v bson.RawValue) int64 {
@@ -192,12 +193,12 @@ func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead
 		return bucketRead{}, nil
 	}
 	r := bucketRead{found: true, seq: p.seq, values: heldValues(doc)}
-	if s, ok := doc.Lookup("seq").AsInt64OK(); ok {
+	if s, ok := doc.Lookup(model.Seq).AsInt64OK(); ok {
 		r.seq = int(s)
 	}
 	r.count, r.bytes = fill(doc)
 	if r.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, w.tag) {
-		if _, ok := doc.Lookup("logs").ArrayOK(); !ok {
+		if _, ok := doc.Lookup(model.Logs).ArrayOK(); !ok {
 			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
 				r.gone, r.err = true, err
 				return r, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Unconfirmed is the error of a statement of a multi-statement command whose
@@ -43,7 +45,7 @@ func Outcomes(ups []Upsert, res *mongo.BulkWriteResult, err error) []error {
 	}
 	upserted := func(i int) bool {
 		id, ok := res.UpsertedIDs[int64(i)]
-		want, isString := ups[i].Filter.Lookup("_id").StringValueOK()
+		want, isString := ups[i].Filter.Lookup(model.ID).StringValueOK()
 		got, _ := id.(string)
 		return ok && isString && got == want
 	}
