@@ -33,12 +33,21 @@ func (t Target) Config(env func(string) string) (*conf.Config, error) {
 // Map is the plugin keys t sets, as Fluent Bit would hand them to the
 // plugin.
 func (t Target) Map(env func(string) string) (conf.Map, error) {
-	m := conf.Map{}
+	var pick *fbconf.Section
 	if t.File != "" {
-		pick, err := t.section(env)
-		if err != nil {
+		var err error
+		if pick, err = t.section(env); err != nil {
 			return nil, err
 		}
+	}
+	return t.mapOf(pick), nil
+}
+
+// mapOf is the plugin keys of the output section pick (nil: none) with
+// t.Keys over them.
+func (t Target) mapOf(pick *fbconf.Section) conf.Map {
+	m := conf.Map{}
+	if pick != nil {
 		for _, k := range pick.Props.Keys() {
 			if !conf.Reserved(k) {
 				m.Set(k, pick.Props.Get(k))
@@ -51,7 +60,7 @@ func (t Target) Map(env func(string) string) (conf.Map, error) {
 	if m.Get("uri") == "" && m.Get("uri_file") == "" && m.Get("uri_env") == "" {
 		m.Set("uri", "mongodb://127.0.0.1:27017")
 	}
-	return m, nil
+	return m
 }
 
 // section is the output of t.File that t names: the one named t.Output,

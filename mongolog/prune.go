@@ -133,13 +133,22 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 			p.Docs += res.DeletedCount
 			p.Records += records
 			show(fmt.Sprintf("deleted %d documents (%d records) so far", p.Docs, p.Records))
-			due := start.Add(time.Duration(float64(p.Docs) / float64(rate) * float64(time.Second)))
-			select {
-			case <-ctx.Done():
-				return p, ctx.Err()
-			case <-time.After(time.Until(due)):
+			if err := pace(ctx, start, p.Docs, rate); err != nil {
+				return p, err
 			}
 		}
 	}
 	return p, nil
+}
+
+// pace waits until done documents since start have taken the time rate
+// documents a second allow; an error when ctx ends first.
+func pace(ctx context.Context, start time.Time, done int64, rate int) error {
+	due := start.Add(time.Duration(float64(done) / float64(max(rate, 1)) * float64(time.Second)))
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(due)):
+		return nil
+	}
 }

@@ -253,20 +253,7 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 			}
 			cur, err = c.Find(ctx, f, opts)
 		} else {
-			pipe := mongo.Pipeline{}
-			if bf := r.bucketFilter(q); len(bf) > 0 {
-				pipe = append(pipe, bson.D{{Key: "$match", Value: bf}})
-			}
-			pipe = append(pipe, bson.D{{Key: "$unwind", Value: "$" + model.Logs}})
-			if ef := r.entryFilter(q, model.In("")); len(ef) > 0 {
-				pipe = append(pipe, bson.D{{Key: "$match", Value: ef}})
-			}
-			pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(r.Cfg.TimeKey), Value: 1}}}})
-			if left > 0 {
-				pipe = append(pipe, bson.D{{Key: "$limit", Value: left}})
-			}
-			pipe = append(pipe, bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 0}, {Key: model.Logs, Value: 1}}}})
-			cur, err = c.Aggregate(ctx, pipe)
+			cur, err = c.Aggregate(ctx, r.entryPipeline(r.bucketFilter(q), q, true, left))
 		}
 		if err != nil {
 			return fmt.Errorf("querying %s: %w", coll, err)
@@ -274,7 +261,7 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 		for cur.Next(ctx) {
 			rec := cur.Current
 			if r.Cfg.Mode != conf.ModeFlat {
-				rec = rec.Lookup("logs").Document()
+				rec = rec.Lookup(model.Logs).Document()
 			}
 			if err := emit(rec); err != nil {
 				_ = cur.Close(ctx)
@@ -291,6 +278,27 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 		_ = cur.Close(ctx)
 	}
 	return nil
+}
+
+// entryPipeline unpacks the buckets match selects and keeps their entries
+// that meet q's conditions and time range, sorted by time or in stored
+// order, at most limit (0: all); each result holds one entry under logs.
+func (r *Reader) entryPipeline(match bson.D, q Query, sorted bool, limit int) mongo.Pipeline {
+	pipe := mongo.Pipeline{}
+	if len(match) > 0 {
+		pipe = append(pipe, bson.D{{Key: "$match", Value: match}})
+	}
+	pipe = append(pipe, bson.D{{Key: "$unwind", Value: "$" + model.Logs}})
+	if ef := r.entryFilter(q, model.In("")); len(ef) > 0 {
+		pipe = append(pipe, bson.D{{Key: "$match", Value: ef}})
+	}
+	if sorted {
+		pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(r.Cfg.TimeKey), Value: 1}}}})
+	}
+	if limit > 0 {
+		pipe = append(pipe, bson.D{{Key: "$limit", Value: limit}})
+	}
+	return append(pipe, bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 0}, {Key: model.Logs, Value: 1}}}})
 }
 
 // UnknownFields returns the fields of q's conditions that none of the

@@ -49,14 +49,26 @@ func (r *Reader) StatsStep(step time.Duration) (time.Duration, error) {
 		return w, nil
 	case step == 0:
 		return time.Minute, nil
-	case w > 0 && step < w:
-		return 0, fmt.Errorf("--step %s: the step cannot be finer than the bucket window (bucket_window %s): stats sums whole buckets; use --step %s or more, or query for single records",
-			shortDuration(step), shortDuration(w), shortDuration(w))
-	case w > 0 && step%w != 0:
-		return 0, fmt.Errorf("--step %s: the step must be a whole number of bucket windows (bucket_window %s), e.g. --step %s",
-			shortDuration(step), shortDuration(w), shortDuration((step/w+1)*w))
+	}
+	if err := wholeWindows(step, w, "stats sums whole buckets", ", or query for single records"); err != nil {
+		return 0, err
 	}
 	return step, nil
+}
+
+// wholeWindows refuses a step that is not a whole number of bucket windows
+// w (0: no window, any step): why says what needs it, else what else to
+// do.
+func wholeWindows(step, w time.Duration, why, elseDo string) error {
+	switch {
+	case w > 0 && step < w:
+		return fmt.Errorf("--step %s: the step cannot be finer than the bucket window (bucket_window %s): %s; use --step %s or more%s",
+			shortDuration(step), shortDuration(w), why, shortDuration(w), elseDo)
+	case w > 0 && step%w != 0:
+		return fmt.Errorf("--step %s: the step must be a whole number of bucket windows (bucket_window %s), e.g. --step %s",
+			shortDuration(step), shortDuration(w), shortDuration((step/w+1)*w))
+	}
+	return nil
 }
 
 // StatsCheck refuses what Stats would refuse of q and step without reading

@@ -59,14 +59,15 @@ func NewRoot(env Env) *cobra.Command {
 		Use:   "mongolog",
 		Short: "Check out_mongodb configurations and read the logs it stored",
 		Long: "mongolog checks the mongodb outputs of a Fluent Bit configuration with the plugin's own rules, and\n" +
-			"reads back what the plugin stored: query (and follow), stats, verify, prune; import stores log files\n" +
-			"through the plugin's pipeline.\n\n" + exitHelp(),
+			"reads back what the plugin stored: query (and follow), stats, verify, prune, export; import stores log\n" +
+			"files through the plugin's pipeline; doctor checks retention where the outputs write.\n\n" + exitHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
-	root.AddCommand(checkCommand(env), queryCommand(env), verifyCommand(env), statsCommand(env), pruneCommand(env), importCommand(env))
+	root.AddCommand(checkCommand(env), queryCommand(env), verifyCommand(env), statsCommand(env), pruneCommand(env), importCommand(env),
+		doctorCommand(env))
 	return root
 }

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+)
+
+// doctorKeys are the plugin keys doctor takes as flags, beside the
+// target's. The plugin's ttl is --plugin_ttl: --ttl asks what a change of
+// ttl would do.
+var doctorKeys = append(slices.Clone(targetKeys), "dead_letter_collection", "dead_letter_ttl", "partition_keep",
+	"ttl_burst_limit", "ttl_delete_rate", "create_indexes", "indexes")
+
+func doctorCommand(env Env) *cobra.Command {
+	var format, interval, ttl, pluginTTL string
+	var asJSON, verbose bool
+	var ratio float64
+	var spaceMin int64
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check retention where every mongodb output writes: TTL indexes, expiry fields, the TTL monitor, backlog, partitions, indexes, space",
+		Long: "doctor checks every collection, partition and dead-letter collection of every mongodb output of -c FILE (or\n" +
+			"the one --output names, or the flags' target): the TTL indexes on expireAt and parkedAt against ttl and\n" +
+			"dead_letter_ttl, documents whose expiry field is missing or not a date, the server's TTL monitor (on, its\n" +
+			"interval, its passes over --interval), documents past their expiry by more than two monitor passes,\n" +
+			"partitions older than partition_keep, the indexes the plugin creates, and storage not returned after\n" +
+			"deletes. --ttl D says what a change of ttl to D would expire at once and whether the plugin spreads it.\n" +
+			"One line per finding with what to do (ok lines with -v); --json prints every finding, ok ones included,\n" +
+			"as one JSON object a line: check, target, severity, message, advice, numbers. Exit 1 on a problem.",
+		Example: "  mongolog doctor -c fluent-bit.conf\n" +
+			"  mongolog doctor --uri mongodb://db:27017 --collection app --plugin_ttl 7d --ttl 1d --json",
+		Args: cobra.NoArgs,
+	}
+	tgt := addTarget(cmd, env, doctorKeys...)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if asJSON {
+			format = "json"
+		}
+		if format != "text" && format != "json" {
+			return fmt.Errorf("--format %q: want text or json", format)
+		}
+		var opt mongolog.DoctorOptions
+		var err error
+		if opt.Interval, err = mongolog.ParseAge(interval); err != nil {
+			return fmt.Errorf("--interval: %v", err)
+		}
+		if ttl != "" {
+			if opt.TTL, err = mongolog.ParseAge(ttl); err != nil || opt.TTL < time.Second {
+				return fmt.Errorf("--ttl %q: want a duration of 1s or more, as the ttl key takes it (1d, 12h)", ttl)
+			}
+		}
+		if ratio <= 0 || spaceMin < 0 {
+			return fmt.Errorf("--space-ratio %g, --space-min-mib %d: want a ratio above 0 and a size of 0 or more", ratio, spaceMin)
+		}
+		opt.SpaceRatio, opt.SpaceMin = ratio, spaceMin<<20
+		target := tgt.resolved(cmd)
+		if pluginTTL != "" {
+			target.Keys["ttl"] = pluginTTL
+		}
+		outs, err := target.Outputs(env.getenv)
+		if err != nil {
+			return err
+		}
+		return runDoctor(cmd, outs, opt, format, verbose)
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "text (a line per finding) or json (a JSON object per finding, ok ones included)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as --format json")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "text: also the checks that passed")
+	cmd.Flags().StringVar(&interval, "interval", "5s", "time between the two reads of the TTL monitor's passes")
+	cmd.Flags().StringVar(&ttl, "ttl", "", "what a change of ttl to this duration would expire at once")
+	cmd.Flags().StringVar(&pluginTTL, "plugin_ttl", "", "the plugin's ttl key, for a target given by flags (with -c: the file's)")
+	cmd.Flags().Float64Var(&ratio, "space-ratio", 2, "storageSize above this many times dataSize is space not returned")
+	cmd.Flags().Int64Var(&spaceMin, "space-min-mib", 64, "and at least this many MiB more")
+	return cmd
+}
+
+// runDoctor checks each output, printing each finding as it comes.
+func runDoctor(cmd *cobra.Command, outs []mongolog.Output, opt mongolog.DoctorOptions, format string, verbose bool) error {
+	out := cmd.OutOrStdout()
+	counts := map[string]int{}
+	enc := json.NewEncoder(out)
+	d := &mongolog.Doctor{Opt: opt, Report: func(f mongolog.Finding) {
+		counts[f.Severity]++
+		switch {
+		case format == "json":
+			_ = enc.Encode(f)
+		case f.Severity != mongolog.SevOK || verbose:
+			fmt.Fprintln(out, f)
+		}
+	}}
+	for _, o := range outs {
+		err := func() error {
+			db, closeFn, err := mongolog.Connect(cmd.Context(), o.Cfg)
+			if err != nil {
+				return err
+			}
+			defer closeFn()
+			return d.Check(cmd.Context(), &mongolog.Reader{DB: db, Cfg: o.Cfg})
+		}()
+		if err != nil {
+			if o.Name != "" {
+				return fmt.Errorf("output %s: %w", o.Name, err)
+			}
+			return err
+		}
+	}
+	if format == "text" {
+		fmt.Fprintf(out, "%d outputs: %d problems, %d warnings, %d notes, %d checks passed\n", len(outs),
+			counts[mongolog.SevProblem], counts[mongolog.SevWarning], counts[mongolog.SevInfo], counts[mongolog.SevOK])
+	}
+	if n := counts[mongolog.SevProblem]; n > 0 {
+		return &ProblemsError{N: n}
+	}
+	return nil
+}
