@@ -59,7 +59,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Prob
 	}
 	writes := map[[32]byte]where{} // (chunk tag, entry) -> first place
 	unique := map[string]where{}
-	summarizer := &bucketer.Config{Stats: r.Cfg.Stats, CountBy: r.Cfg.CountBy, ReplaceDot: r.Cfg.KeyReplaceDot, ReplaceDollar: r.Cfg.KeyReplaceDollar}
+	summarizer := r.summarizer()
 	for _, coll := range colls {
 		v.Collections++
 		var filter bson.D
@@ -77,10 +77,7 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Prob
 		}
 		for cur.Next(ctx) {
 			d := cur.Current
-			id := d.Lookup(model.ID).String()
-			if s, ok := d.Lookup(model.ID).StringValueOK(); ok {
-				id = s
-			}
+			id := docID(d)
 			v.Docs++
 			bad := func(format string, args ...any) {
 				report(Problem{Collection: coll, Doc: id, What: fmt.Sprintf(format, args...)})
@@ -115,6 +112,20 @@ func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Prob
 		_ = cur.Close(ctx)
 	}
 	return v, nil
+}
+
+// summarizer sums a bucket's entries as the plugin does, for the
+// comparison with the bucket's stats and counts.
+func (r *Reader) summarizer() *bucketer.Config {
+	return &bucketer.Config{Stats: r.Cfg.Stats, CountBy: r.Cfg.CountBy, ReplaceDot: r.Cfg.KeyReplaceDot, ReplaceDollar: r.Cfg.KeyReplaceDollar}
+}
+
+// docID is a document's _id as a problem names it.
+func docID(d bson.Raw) string {
+	if s, ok := d.Lookup(model.ID).StringValueOK(); ok {
+		return s
+	}
+	return d.Lookup(model.ID).String()
 }
 
 // verifyBucket checks one bucket and returns its entries.

@@ -127,6 +127,11 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"import", filepath.Join(t.TempDir(), "none-*.log")}, "no such file"},
 		{[]string{"import", t.TempDir()}, "is a directory"},
 		{[]string{"import", "--write_batch", "0", log}, "write_batch"},
+		{[]string{"doctor", "--format", "xml"}, `--format "xml": want text or json`},
+		{[]string{"doctor", "--interval", "x"}, "--interval:"},
+		{[]string{"doctor", "-c", "/nonexistent/fluent-bit.conf"}, "/nonexistent/fluent-bit.conf"},
+		{[]string{"export", "--from", "2024-06-01", "--to", "2024-06-02"}, "--dir is required"},
+		{[]string{"export", "--dir", t.TempDir(), "--from", "2024-06-01", "--to", "2024-06-02", "--step", "x"}, "--step:"},
 	} {
 		args := c.args
 		if len(args) > 0 && args[0] != "check" && args[0] != "nosuch" {
@@ -151,6 +156,8 @@ func TestUnreachableServer(t *testing.T) {
 		{"verify"},
 		{"prune", "--older-than", "7d", "--dry-run"},
 		{"import", log},
+		{"doctor"},
+		{"export", "--from", "2024-06-01", "--to", "2024-06-02", "--dir", t.TempDir()},
 	} {
 		out, errOut, code := run(t, nil, append(append([]string{args[0]}, uri...), args[1:]...)...)
 		if code != ExitServer || out != "" || !strings.Contains(errOut, "cannot reach MongoDB at mongodb://user:xxxxx@127.0.0.1:1/") ||
@@ -186,7 +193,7 @@ func TestCheckCommand(t *testing.T) {
 
 // Each command's --help shows an example.
 func TestHelpHasExamples(t *testing.T) {
-	for _, c := range []string{"check", "query", "stats", "verify", "prune", "import"} {
+	for _, c := range []string{"check", "query", "stats", "verify", "prune", "import", "doctor", "export"} {
 		out, _, code := run(t, nil, c, "--help")
 		if code != 0 || !strings.Contains(out, "Examples:\n  mongolog "+c) {
 			t.Errorf("%s --help: exit %d\n%s", c, code, out)
