@@ -58,11 +58,32 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	}
 	r := &reader{g: g, set: map[string]string{}, bad: map[string]bool{}}
 	c := &Config{}
+	// The groups read their keys in the key table's order, which is the
+	// order of the errors.
+	r.readConnection(c, env, readFile)
+	r.readBuckets(c)
+	r.readWrites(c)
+	r.readParsing(c)
+	r.readFields(c)
+	r.readRetention(c)
+	r.readPlugin(c)
+	r.combinations(c)
+	r.unknownKeys()
+	if len(r.errs) > 0 {
+		return nil, errors.Join(r.errs...)
+	}
+	return c, nil
+}
 
+// readConnection reads where to connect and what to write to.
+func (r *reader) readConnection(c *Config, env func(string) string, readFile func(string) ([]byte, error)) {
 	c.URI, c.URISource = r.uri(env, readFile)
 	c.Database = r.name("database", checkDatabase)
 	c.Collection = r.name("collection", checkCollection)
+}
 
+// readBuckets reads the document model and what a bucket holds.
+func (r *reader) readBuckets(c *Config) {
 	c.Mode = Mode(r.enum("mode", string(ModeBucket), string(ModeFlat)))
 	c.BucketKey = r.fieldPaths("bucket_key")
 	c.BucketWindow = r.duration("bucket_window", func(d time.Duration) string {
@@ -84,7 +105,11 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	c.CountBy = r.fieldPaths("count_by")
 	c.KeepValues = r.fieldPaths("keep_values")
 	c.Indexes = r.indexes("indexes")
+}
 
+// readWrites reads how writes are sent and confirmed, and where records
+// that cannot be written go.
+func (r *reader) readWrites(c *Config) {
 	c.Idempotent = r.boolean("idempotent")
 	c.MaxInflight = r.integer("max_inflight")
 	c.WriteBatch = r.integer("write_batch")
@@ -102,27 +127,23 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 			c.WriteJournal = &b
 		}
 	}
+}
 
+// readParsing reads how the raw line is parsed and fields are typed.
+func (r *reader) readParsing(c *Config) {
 	c.Parser = ParserKind(r.enum("parser", string(ParserNone), string(ParserApacheCommon),
 		string(ParserApacheCombined), string(ParserApacheError), string(ParserNginxAccess),
 		string(ParserJSON), string(ParserLogfmt), string(ParserRegex)))
-	c.ParseKey = r.name("parse_key", func(s string) string {
-		if strings.ContainsRune(s, 0) {
-			return "must not contain NUL"
-		}
-		return ""
-	})
+	c.ParseKey = r.name("parse_key", checkNoNUL)
 	c.ParseRegex = r.regex("parse_regex")
-	c.ParseTimeKey = r.name("parse_time_key", func(s string) string {
-		if strings.ContainsRune(s, 0) {
-			return "must not contain NUL"
-		}
-		return ""
-	})
+	c.ParseTimeKey = r.name("parse_time_key", checkNoNUL)
 	c.ParseTimeFormat = r.timeFormat("parse_time_format")
 	c.TimeFromLog = r.boolean("time_from_log")
 	c.Types = r.types("types")
+}
 
+// readFields reads which fields are stored and under which names.
+func (r *reader) readFields(c *Config) {
 	c.IncludeFields = r.fieldPaths("include_fields")
 	c.ExcludeFields = r.fieldPaths("exclude_fields")
 	c.KeyReplaceDot = r.name("key_replace_dot", checkReplacement)
@@ -130,14 +151,18 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	c.KeepMetadata = r.boolean("keep_metadata")
 	c.TagKey = r.name("tag_key", checkFieldName)
 	c.TimeKey = r.name("time_key", checkFieldName)
+}
 
+// readRetention reads how long documents are kept and how the collections
+// the plugin creates are made.
+func (r *reader) readRetention(c *Config) {
 	c.TTL = r.duration("ttl", func(d time.Duration) string {
 		if d != 0 && (d < time.Minute || d > maxTTL) {
 			return "must be 0 (off) or between 1m and 2147483647s (MongoDB's TTL limit)"
 		}
 		return ""
 	})
-	c.TTLJitter = r.duration("ttl_jitter", func(time.Duration) string { return "" }) // bounded by ttl below
+	c.TTLJitter = r.duration("ttl_jitter", func(time.Duration) string { return "" }) // bounded by ttl in combinations
 	c.TTLBurstLimit = int64(r.integer("ttl_burst_limit"))
 	c.TTLDeleteRate = r.integer("ttl_delete_rate")
 	c.DeadLetterTTL = r.duration("dead_letter_ttl", func(d time.Duration) string {
@@ -160,26 +185,13 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	}
 	c.Validate = r.boolean("validate")
 	c.CreateIndexes = r.boolean("create_indexes")
+}
 
+// readPlugin reads the plugin's own logging, name and metrics endpoint.
+func (r *reader) readPlugin(c *Config) {
 	c.PluginLogLevel = LogLevel(r.enum("plugin_log_level", string(LogError), string(LogWarn), string(LogInfo), string(LogDebug)))
 	c.InstanceName = r.instanceName("instance_name")
-	c.MetricsListen = r.name("metrics_listen", func(v string) string {
-		if v == "" {
-			return ""
-		}
-		_, port, err := net.SplitHostPort(v)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-			return "must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:2021"
-		}
-		return ""
-	})
-
-	r.combinations(c)
-	r.unknownKeys()
-	if len(r.errs) > 0 {
-		return nil, errors.Join(r.errs...)
-	}
-	return c, nil
+	c.MetricsListen = r.name("metrics_listen", checkListen)
 }
 
 // reader reads keys from a Getter and collects errors.
@@ -575,8 +587,6 @@ func (r *reader) instanceName(key string) string {
 	return v
 }
 
-// combinations checks rules that involve several keys. A key whose own value
-// was rejected is not checked again.
 // shardKey reads shard_key, which depends on the mode and the bucket key.
 func (r *reader) shardKey(c *Config) []ShardField {
 	v, _ := r.raw("shard_key")
@@ -590,10 +600,7 @@ func (r *reader) shardKey(c *Config) []ShardField {
 		r.invalid("shard_key", v, "mode flat shards only on a hashed _id (its _id grows with time and would make one shard hot): use none or hashed_id")
 		return nil
 	}
-	keyFields := c.BucketKey
-	if len(keyFields) == 0 {
-		keyFields = []string{c.TagKey}
-	}
+	keyFields := bucketKeyFields(c)
 	if strings.EqualFold(v, "key_start") {
 		var out []ShardField
 		for _, f := range keyFields {
@@ -635,6 +642,15 @@ func (r *reader) shardKey(c *Config) []ShardField {
 	return out
 }
 
+// bucketKeyFields are the fields of a bucket's key: bucket_key, or the tag
+// when it is empty.
+func bucketKeyFields(c *Config) []string {
+	if len(c.BucketKey) == 0 {
+		return []string{c.TagKey}
+	}
+	return c.BucketKey
+}
+
 // ttlRules reads ttl_rules: every malformed rule is reported at once.
 func (r *reader) ttlRules(c *Config) []TTLRule {
 	v, _ := r.raw("ttl_rules")
@@ -646,10 +662,7 @@ func (r *reader) ttlRules(c *Config) []TTLRule {
 		r.invalid("ttl_rules", v, why)
 		return nil
 	}
-	keyFields := c.BucketKey
-	if len(keyFields) == 0 {
-		keyFields = []string{c.TagKey}
-	}
+	keyFields := bucketKeyFields(c)
 	var rules []TTLRule
 	var whys []string
 	for _, item := range list {
@@ -686,61 +699,88 @@ func (r *reader) ttlRules(c *Config) []TTLRule {
 	return rules
 }
 
+// combinations checks rules that involve several keys. A key whose own value
+// was rejected is not checked again. The checks run in this order, which is
+// the order of their errors.
 func (r *reader) combinations(c *Config) {
-	ok := func(keys ...string) bool {
-		for _, k := range keys {
-			if r.bad[k] {
-				return false
-			}
-		}
-		return true
+	r.flatHasNoBuckets(c)
+	r.retentionNeeds(c)
+	if r.good("shard_key", "mode", "bucket_key", "bucket_window", "tag_key") {
+		c.ShardKey = r.shardKey(c)
 	}
+	r.cappedConflicts(c)
+	r.parsingCombinations(c)
+	r.fieldCombinations(c)
+	if r.good("database", "collection") {
+		r.namespaceLengths(c)
+		r.deadLetterName(c)
+	}
+}
 
-	if ok("mode") && c.Mode == ModeFlat {
-		for _, k := range []string{"bucket_key", "bucket_window", "bucket_max_records", "bucket_max_bytes", "stats", "count_by", "keep_values"} {
-			if v, set := r.set[k]; set && ok(k) {
-				r.invalid(k, v, "mode flat has no buckets; remove "+k+" or set mode bucket")
-			}
+// good reports whether none of keys had its own value rejected.
+func (r *reader) good(keys ...string) bool {
+	for _, k := range keys {
+		if r.bad[k] {
+			return false
 		}
 	}
+	return true
+}
 
-	if ok("ttl", "ttl_jitter") && c.TTLJitter > 0 {
+// flatHasNoBuckets refuses the bucket keys in mode flat.
+func (r *reader) flatHasNoBuckets(c *Config) {
+	if !r.good("mode") || c.Mode != ModeFlat {
+		return
+	}
+	for _, k := range []string{"bucket_key", "bucket_window", "bucket_max_records", "bucket_max_bytes", "stats", "count_by", "keep_values"} {
+		if v, set := r.set[k]; set && r.good(k) {
+			r.invalid(k, v, "mode flat has no buckets; remove "+k+" or set mode bucket")
+		}
+	}
+}
+
+// retentionNeeds checks the retention keys that need another one, and
+// reads ttl_rules, which depends on ttl, the mode and the bucket key.
+func (r *reader) retentionNeeds(c *Config) {
+	if r.good("ttl", "ttl_jitter") && c.TTLJitter > 0 {
 		if c.TTL == 0 {
 			r.invalid("ttl_jitter", r.set["ttl_jitter"], "needs ttl (ttl is 0, off)")
 		} else if c.TTLJitter > c.TTL {
 			r.invalid("ttl_jitter", r.set["ttl_jitter"], "must not exceed ttl ("+formatDuration(c.TTL)+")")
 		}
 	}
-
-	if ok("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == PartitionNone {
+	if r.good("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == PartitionNone {
 		r.invalid("partition_keep", r.set["partition_keep"], "needs partition day, week or month (partition is none)")
 	}
-
-	if ok("ttl", "mode", "bucket_key", "tag_key") {
+	if r.good("ttl", "mode", "bucket_key", "tag_key") {
 		c.TTLRules = r.ttlRules(c)
 	}
-
-	if ok("capped_max", "capped_size") && c.CappedMax > 0 && c.CappedSize == 0 {
+	if r.good("capped_max", "capped_size") && c.CappedMax > 0 && c.CappedSize == 0 {
 		r.invalid("capped_max", r.set["capped_max"], "needs capped_size (MongoDB caps a collection by size first)")
 	}
+}
 
-	if ok("shard_key", "mode", "bucket_key", "bucket_window", "tag_key") {
-		c.ShardKey = r.shardKey(c)
+// cappedConflicts refuses a capped collection with what it cannot have.
+func (r *reader) cappedConflicts(c *Config) {
+	if !r.good("capped_size") || c.CappedSize == 0 {
+		return
 	}
-
-	if ok("capped_size") && c.CappedSize > 0 {
-		if ok("ttl") && c.TTL > 0 {
-			r.invalid("capped_size", r.set["capped_size"], "cannot be combined with ttl (capped collections cannot have TTL indexes)")
-		}
-		if ok("partition") && c.Partition != PartitionNone {
-			r.invalid("capped_size", r.set["capped_size"], "cannot be combined with partition "+string(c.Partition)+" (partition collections are not capped)")
-		}
-		if ok("mode") && c.Mode == ModeBucket {
-			r.invalid("capped_size", r.set["capped_size"], "needs mode flat (documents in a capped collection cannot grow, and buckets grow)")
-		}
+	v := r.set["capped_size"]
+	if r.good("ttl") && c.TTL > 0 {
+		r.invalid("capped_size", v, "cannot be combined with ttl (capped collections cannot have TTL indexes)")
 	}
+	if r.good("partition") && c.Partition != PartitionNone {
+		r.invalid("capped_size", v, "cannot be combined with partition "+string(c.Partition)+" (partition collections are not capped)")
+	}
+	if r.good("mode") && c.Mode == ModeBucket {
+		r.invalid("capped_size", v, "needs mode flat (documents in a capped collection cannot grow, and buckets grow)")
+	}
+}
 
-	if ok("parser", "parse_regex") {
+// parsingCombinations checks the parse_* keys and time_from_log against
+// the parser.
+func (r *reader) parsingCombinations(c *Config) {
+	if r.good("parser", "parse_regex") {
 		if v, set := r.set["parse_regex"]; set && c.Parser != ParserRegex {
 			r.invalid("parse_regex", v, "only used with parser regex (parser is "+string(c.Parser)+")")
 		}
@@ -750,24 +790,26 @@ func (r *reader) combinations(c *Config) {
 				Reason: "required with parser regex: a Go regular expression with named groups, e.g. ^(?P<level>\\w+) (?P<msg>.*)$"})
 		}
 	}
-
-	if ok("parser") && c.Parser != ParserJSON && c.Parser != ParserLogfmt {
+	if r.good("parser") && c.Parser != ParserJSON && c.Parser != ParserLogfmt {
 		for _, k := range []string{"parse_time_key", "parse_time_format"} {
 			// The default written out is allowed, as everywhere.
-			if v, set := r.set[k]; set && ok(k) && v != defaultOf(k) {
+			if v, set := r.set[k]; set && r.good(k) && v != defaultOf(k) {
 				r.invalid(k, v, "only used with parser json or logfmt (parser is "+string(c.Parser)+
 					"): regex reads the time from its group named time, the other parsers from their own time field")
 			}
 		}
 	}
-
-	if ok("parser", "parse_regex", "time_from_log") && c.TimeFromLog {
+	if r.good("parser", "parse_regex", "time_from_log") && c.TimeFromLog {
 		if why := noLineTime(c); why != "" {
 			r.invalid("time_from_log", r.set["time_from_log"], why)
 		}
 	}
+}
 
-	if ok("include_fields", "exclude_fields") {
+// fieldCombinations checks the field selection and the names the plugin
+// writes against each other.
+func (r *reader) fieldCombinations(c *Config) {
+	if r.good("include_fields", "exclude_fields") {
 		for _, p := range c.ExcludeFields {
 			if slices.Contains(c.IncludeFields, p) {
 				r.invalid("exclude_fields", r.set["exclude_fields"], strconv.Quote(p)+" is also in include_fields")
@@ -775,16 +817,16 @@ func (r *reader) combinations(c *Config) {
 			}
 		}
 	}
-
-	if ok("tag_key", "time_key") && c.TagKey == c.TimeKey {
+	if r.good("tag_key", "time_key") && c.TagKey == c.TimeKey {
 		r.invalid("time_key", c.TimeKey, "must differ from tag_key")
 	}
+}
 
-	if !ok("database", "collection") {
-		return
-	}
+// namespaceLengths checks the collection's name with any partition suffix
+// against MongoDB's limits.
+func (r *reader) namespaceLengths(c *Config) {
 	longest := c.Collection
-	if ok("partition") && c.Partition != PartitionNone {
+	if r.good("partition") && c.Partition != PartitionNone {
 		suffix := layout.Period(c.Partition).Suffix()
 		longest = c.Collection + suffix
 		if len(longest) > maxCollectionBytes {
@@ -795,8 +837,13 @@ func (r *reader) combinations(c *Config) {
 	if len(c.Database)+1+len(longest) > maxNamespaceBytes {
 		r.invalid("collection", c.Collection, "<database>.<collection> (with any partition suffix) must be at most 255 bytes")
 	}
-	if !ok("collection", "dead_letter_collection") || c.DeadLetterCollection == "" {
-		return // a derived dead letter name is not checked when collection failed
+}
+
+// deadLetterName checks the dead letter collection against the collection
+// and its partitions. A derived name is not checked when collection failed.
+func (r *reader) deadLetterName(c *Config) {
+	if !r.good("collection", "dead_letter_collection") || c.DeadLetterCollection == "" {
+		return
 	}
 	dl := c.DeadLetterCollection
 	dlValue := r.set["dead_letter_collection"]
@@ -806,7 +853,7 @@ func (r *reader) combinations(c *Config) {
 	switch {
 	case dl == c.Collection:
 		r.invalid("dead_letter_collection", dlValue, "must differ from collection")
-	case ok("partition") && c.Partition != PartitionNone && layout.IsPartition(dl, c.Collection, layout.Period(c.Partition)):
+	case r.good("partition") && c.Partition != PartitionNone && layout.IsPartition(dl, c.Collection, layout.Period(c.Partition)):
 		r.invalid("dead_letter_collection", dlValue, "looks like a partition of collection and could be dropped with it; choose another name")
 	case len(c.Database)+1+len(dl) > maxNamespaceBytes:
 		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 255 bytes")
@@ -892,6 +939,26 @@ func checkFieldPath(p string) string {
 	}
 	if slices.Contains(strings.Split(p, "."), "") {
 		return "has an empty path segment (write a.b, not a..b, .a or a.)"
+	}
+	return ""
+}
+
+// checkNoNUL checks a field name read as written (parse_key, parse_time_key).
+func checkNoNUL(s string) string {
+	if strings.ContainsRune(s, 0) {
+		return "must not contain NUL"
+	}
+	return ""
+}
+
+// checkListen checks the host:port of the metrics endpoint; "" is none.
+func checkListen(v string) string {
+	if v == "" {
+		return ""
+	}
+	_, port, err := net.SplitHostPort(v)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+		return "must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:2021"
 	}
 	return ""
 }
