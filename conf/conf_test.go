@@ -366,8 +366,8 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"bucket_key", ".a"}, `bucket_key: invalid value ".a": ".a" has an empty path segment (write a.b, not a..b, .a or a.)`},
 		{[]string{"bucket_key", "a,a"}, `bucket_key: invalid value "a,a": "a" is listed twice`},
 		{[]string{"bucket_window", "7s"}, `bucket_window: invalid value "7s": must divide 24h evenly so that windows align with UTC days (e.g. 10s, 30s, 1m, 5m, 15m, 1h, 6h, 24h)`},
-		{[]string{"bucket_window", "500ms"}, `bucket_window: invalid value "500ms": must be between 1s and 24h, or 0 for no window`},
-		{[]string{"bucket_window", "2d"}, `bucket_window: invalid value "2d": must be between 1s and 24h, or 0 for no window`},
+		{[]string{"bucket_window", "500ms"}, `bucket_window: invalid value "500ms": must be 0 (no window) or between 1s and 24h`},
+		{[]string{"bucket_window", "2d"}, `bucket_window: invalid value "2d": must be 0 (no window) or between 1s and 24h`},
 		{[]string{"bucket_window", "1M"}, `bucket_window: invalid value "1M": unknown unit "M"; ` + durationSyntax},
 		{[]string{"bucket_window", "1 m"}, `bucket_window: invalid value "1 m": unknown unit " m"; ` + durationSyntax},
 		{[]string{"bucket_window", "-1s"}, `bucket_window: invalid value "-1s": ` + durationSyntax},
@@ -917,29 +917,63 @@ func TestChanged(t *testing.T) {
 	}
 }
 
-// A whole-number key's range is held once: Parse refuses a value just
-// outside it with the range in the message, and the key table's meaning
-// says the same range.
+// A key's range is held once, in ranges: Parse accepts its bounds and
+// refuses a value just outside them with the range in the message, and the
+// key table's meaning says the same range.
 func TestRangesHeldOnce(t *testing.T) {
-	for key, r := range ranges {
+	// Keys that need another one set for their own value to be good.
+	companions := map[string]Map{
+		"capped_max":     {"capped_size": "1M", "mode": "flat"},
+		"capped_size":    {"mode": "flat"},
+		"partition_keep": {"partition": "day"},
+	}
+	for key, b := range ranges {
 		d, ok := lookupKey(key)
 		if !ok {
 			t.Errorf("ranges names %s, which the key table lacks", key)
 			continue
 		}
-		if !strings.Contains(d.Meaning, "("+rangeText(r)) && !strings.Contains(d.Meaning, "; "+rangeText(r)+")") || strings.Contains(d.Meaning, "{range}") {
-			t.Errorf("%s: meaning %q does not say its range %s", key, d.Meaning, rangeText(r))
+		if !strings.Contains(d.Meaning, b.text()) {
+			t.Errorf("%s: meaning %q does not say its range %s", key, d.Meaning, b.text())
 		}
-		for _, v := range []int64{r[0] - 1, r[1] + 1} {
-			m := Map{"uri": "mongodb://db", key: strconv.FormatInt(v, 10)}
-			if key == "capped_max" {
-				m["capped_size"] = "1M"
+		if b.zero != "" && !strings.Contains(d.Meaning, "`0`") {
+			t.Errorf("%s: meaning %q does not say what 0 means", key, d.Meaning)
+		}
+		step, write := int64(1), func(n int64) string { return strconv.FormatInt(n, 10) }
+		if b.unit == durations {
+			step = int64(time.Millisecond)
+			write = func(n int64) string { return strconv.FormatInt(n/step, 10) + "ms" }
+		}
+		good, bad := []int64{b.lo}, []int64{b.lo - step}
+		if b.hi != noUpper {
+			good, bad = append(good, b.hi), append(bad, b.hi+step)
+		}
+		if b.zero != "" {
+			good = append(good, 0)
+		}
+		parse := func(v string) string {
+			m := Map{"uri": "mongodb://db", key: v}
+			for k, cv := range companions[key] {
+				m[k] = cv
 			}
 			_, err := Parse(m, nil, nil)
-			want := fmt.Sprintf("%s: invalid value %q: must be a whole number between %d and %d", key, strconv.FormatInt(v, 10), r[0], r[1])
-			if err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("%s=%d: %v, want %q", key, v, err, want)
+			return fmt.Sprint(err)
+		}
+		for _, n := range good {
+			if v := write(n); strings.Contains(parse(v), key+": ") {
+				t.Errorf("%s=%s: %s, want it accepted", key, v, parse(v))
 			}
+		}
+		for _, n := range bad {
+			v := write(n)
+			if want := fmt.Sprintf("%s: invalid value %q: %s", key, v, b.message()); !strings.Contains(parse(v), want) {
+				t.Errorf("%s=%s: %s, want %q", key, v, parse(v), want)
+			}
+		}
+	}
+	for _, d := range Keys() {
+		if strings.Contains(d.Meaning, "{range}") {
+			t.Errorf("%s: meaning %q writes {range}, but ranges has none for it", d.Key, d.Meaning)
 		}
 	}
 }

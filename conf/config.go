@@ -4,6 +4,7 @@
 package conf
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -173,30 +174,117 @@ type KeyDoc struct {
 	Meaning string
 }
 
-// ranges bound the whole-number keys: Parse checks them, and the key
-// table's meaning says them where it writes {range}.
-var ranges = map[string][2]int64{
-	"bucket_max_records": {1, 100000},
-	"max_inflight":       {1, 64},
-	"write_batch":        {1, 1000},
-	"ttl_burst_limit":    {0, 1<<31 - 1},
-	"ttl_delete_rate":    {1, 1000000},
-	"partition_keep":     {0, 1<<31 - 1},
-	"capped_max":         {0, 1<<31 - 1},
+// ranges bound the whole-number, duration and size keys: Parse checks
+// them, and the key table's meaning says them where it writes {range}, so
+// the README, mongolog and the check cannot disagree. A key without a range
+// takes any value its unit allows.
+var ranges = map[string]bound{
+	"bucket_window":      durationRange(time.Second, day).orZero("no window"),
+	"bucket_max_records": wholeRange(1, 100000),
+	"bucket_max_bytes":   sizeRange(kib, 15*mib).because("MongoDB documents are limited to 16M"),
+	"max_inflight":       wholeRange(1, 64),
+	"write_batch":        wholeRange(1, 1000),
+	"flush_timeout":      durationRange(time.Second, 10*time.Minute),
+	"connect_timeout":    durationRange(time.Second, 5*time.Minute),
+	"ttl":                durationRange(time.Minute, maxTTL).orZero("off").because("MongoDB's TTL limit"),
+	"ttl_burst_limit":    wholeRange(0, 1<<31-1),
+	"ttl_delete_rate":    wholeRange(1, 1000000),
+	"dead_letter_ttl":    durationRange(time.Minute, maxTTL).orZero("keep parked records").because("MongoDB's TTL limit"),
+	"partition_keep":     wholeRange(0, 1<<31-1),
+	"capped_size":        sizeRange(4*kib, noUpper).orZero("not capped"),
+	"capped_max":         wholeRange(0, 1<<31-1),
 }
 
-// rangeText is how a key's meaning writes its range.
-func rangeText(r [2]int64) string {
-	if r[1]-r[0] > 1000000 {
-		return strconv.FormatInt(r[0], 10) + " to " + strconv.FormatInt(r[1], 10)
+// bound is the range of one key: lo to hi, and 0 as well when zero says
+// what 0 means.
+type bound struct {
+	unit   unit
+	lo, hi int64  // hi is noUpper for "at least lo"
+	zero   string // what 0 means when it is allowed outside lo to hi
+	why    string // what sets the limit, said in the message
+}
+
+// unit is how a bound's values are written.
+type unit int
+
+const (
+	wholeNumbers unit = iota
+	durations
+	sizes
+)
+
+const noUpper = math.MaxInt64
+
+func wholeRange(lo, hi int64) bound { return bound{unit: wholeNumbers, lo: lo, hi: hi} }
+func durationRange(lo, hi time.Duration) bound {
+	return bound{unit: durations, lo: int64(lo), hi: int64(hi)}
+}
+func sizeRange(lo, hi int64) bound { return bound{unit: sizes, lo: lo, hi: hi} }
+
+func (b bound) orZero(means string) bound { b.zero = means; return b }
+func (b bound) because(why string) bound  { b.why = why; return b }
+
+// inSpan reports whether n is within lo to hi.
+func (b bound) inSpan(n int64) bool { return n >= b.lo && n <= b.hi }
+
+// holds reports whether n is allowed: within lo to hi, or an allowed 0.
+func (b bound) holds(n int64) bool { return b.inSpan(n) || b.zero != "" && n == 0 }
+
+// format writes n in the bound's unit. Durations are written in hours at
+// most, so that a day reads 24h.
+func (b bound) format(n int64) string {
+	switch b.unit {
+	case durations:
+		if d := time.Duration(n); d%time.Hour == 0 {
+			return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
+		}
+		return formatDuration(time.Duration(n))
+	case sizes:
+		return formatSize(n)
 	}
-	return strconv.FormatInt(r[0], 10) + "-" + strconv.FormatInt(r[1], 10)
+	return strconv.FormatInt(n, 10)
+}
+
+// span is lo to hi as a message says it.
+func (b bound) span() string {
+	if b.hi == noUpper {
+		return "at least " + b.format(b.lo)
+	}
+	return "between " + b.format(b.lo) + " and " + b.format(b.hi)
+}
+
+// message is the reason of a value outside the bound.
+func (b bound) message() string {
+	if b.unit == wholeNumbers {
+		return "must be a whole number " + b.span()
+	}
+	m := "must be "
+	if b.zero != "" {
+		m += "0 (" + b.zero + ") or "
+	}
+	m += b.span()
+	if b.why != "" {
+		m += " (" + b.why + ")"
+	}
+	return m
+}
+
+// text is how a key's meaning writes the bound (what 0 means is the
+// meaning's own prose).
+func (b bound) text() string {
+	switch {
+	case b.hi == noUpper:
+		return "at least " + b.format(b.lo)
+	case b.unit == wholeNumbers && b.hi-b.lo <= 1000000:
+		return b.format(b.lo) + "-" + b.format(b.hi)
+	}
+	return b.format(b.lo) + " to " + b.format(b.hi)
 }
 
 func init() {
 	for i, d := range keyTable {
-		if r, ok := ranges[d.Key]; ok {
-			keyTable[i].Meaning = strings.ReplaceAll(d.Meaning, "{range}", rangeText(r))
+		if b, ok := ranges[d.Key]; ok {
+			keyTable[i].Meaning = strings.ReplaceAll(d.Meaning, "{range}", b.text())
 		}
 	}
 }
@@ -212,9 +300,9 @@ var keyTable = []KeyDoc{
 	{"collection", "logs", "Collection name (non-empty, at most 200 bytes, no `$` or NUL, not starting with `system.`)."},
 	{"mode", "bucket", "`bucket`: many records per document, grouped by bucket_key and bucket_window; `flat`: one document per record."},
 	{"bucket_key", "", "Comma-separated field paths (dotted, e.g. `kubernetes.pod_name`) that group records into buckets; empty means the tag. Bucket mode only."},
-	{"bucket_window", "1m", "Time window of a bucket: 1s to 24h and dividing 24h evenly (windows align with UTC days), or `0` for no window. Bucket mode only."},
+	{"bucket_window", "1m", "Time window of a bucket: {range} and dividing 24h evenly (windows align with UTC days), or `0` for no window. Bucket mode only."},
 	{"bucket_max_records", "1000", "Records per bucket document before a new one starts ({range}). Bucket mode only."},
-	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts (1K-15M; MongoDB's limit is 16M). Bucket mode only."},
+	{"bucket_max_bytes", "1M", "Size of a bucket document before a new one starts ({range}; MongoDB's limit is 16M). Bucket mode only."},
 	{"stats", "", "Comma-separated field paths whose numeric values get {min,max,sum,n} per bucket (n: how many were numbers, so sum / n is the exact average). Bucket mode only."},
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
 	{"keep_values", "", "Comma-separated field paths whose distinct values each bucket keeps under `values.<field>` (at most 100 per bucket, then `valuesTruncated.<field>: true`), so that an index on `values.<field>` finds the buckets of, say, a trace id. Bucket mode only."},
@@ -223,8 +311,8 @@ var keyTable = []KeyDoc{
 	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode ({range})."},
 	{"write_batch", "100", "Bucket writes sent in one unordered update command ({range}); `1` sends one write per command. On FerretDB v1, which deadlocks on larger update batches, the plugin lowers it to 20 (it says so once)."},
 	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
-	{"flush_timeout", "30s", "Deadline for writing one chunk (1s-10m); past it the chunk is retried."},
-	{"connect_timeout", "10s", "Deadline for connecting to MongoDB (1s-5m)."},
+	{"flush_timeout", "30s", "Deadline for writing one chunk ({range}); past it the chunk is retried."},
+	{"connect_timeout", "10s", "Deadline for connecting to MongoDB ({range})."},
 	{"dead_letter_collection", "<collection>_dead", "Collection for records that cannot be written (poison records). Cannot be disabled; must differ from collection."},
 	{"write_concern", "", "Write concern w: `majority` or 1-50; empty means the server default. `0` is rejected: chunks are acknowledged only after confirmed writes."},
 	{"write_journal", "", "Write concern j (on/off); empty means the server default."},
@@ -242,15 +330,15 @@ var keyTable = []KeyDoc{
 	{"keep_metadata", "off", "Store the Fluent Bit record metadata under `_meta`."},
 	{"tag_key", "tag", "Field that holds the tag (in buckets' `key` when bucket_key is empty, and in flat documents); no `.`, not starting with `$`."},
 	{"time_key", "ts", "Field that holds the record time; no `.`, not starting with `$`."},
-	{"ttl", "0", "Expire documents this long after their time (a bucket's window end, or its newest entry without a window; a flat record's time) with a TTL index on `expireAt`; `0` means never, otherwise 1m to 2147483647s. Changing it later changes the index in place (collMod); see Retention."},
+	{"ttl", "0", "Expire documents this long after their time (a bucket's window end, or its newest entry without a window; a flat record's time) with a TTL index on `expireAt`; `0` means never, otherwise {range}. Changing it later changes the index in place (collMod); see Retention."},
 	{"ttl_jitter", "0", "Extra delay per document, fixed per bucket (or flat document), 0 to ttl, so deletions do not spike; needs ttl."},
 	{"ttl_rules", "", "Per-key retention, first match wins, ttl for the rest: comma-separated `field=value:duration`, e.g. `module=audit:365d, level=debug:1d`. Bucket mode: bucket_key fields only; flat mode: top-level fields. Needs ttl."},
 	{"ttl_burst_limit", "100000", "When a lower ttl (or a ttl turned on) would expire more documents than this at once, they are deleted first at ttl_delete_rate, then the index is changed ({range})."},
 	{"ttl_delete_rate", "5000", "Documents per second deleted before lowering ttl, and given an `expireAt` when ttl is turned on for documents without one ({range})."},
-	{"dead_letter_ttl", "30d", "Delete parked records this long after they were parked (TTL index on `parkedAt`); `0` keeps them, otherwise 1m to 2147483647s."},
+	{"dead_letter_ttl", "30d", "Delete parked records this long after they were parked (TTL index on `parkedAt`); `0` keeps them, otherwise {range}."},
 	{"partition", "none", "Write to time-partitioned collections: `none`, `day` (`<collection>_YYYYMMDD`), `week` (`<collection>_YYYYwWW`, ISO weeks) or `month` (`<collection>_YYYYMM`), by the record's UTC time."},
 	{"partition_keep", "0", "With partition: how many partitions to keep, counted back from the current one (older ones are dropped whole; {range}); `0` keeps all."},
-	{"capped_size", "0", "Create the collection capped at this size (at least 4K); `0` means not capped. Needs mode flat; not with ttl or partition."},
+	{"capped_size", "0", "Create the collection capped at this size ({range}); `0` means not capped. Needs mode flat; not with ttl or partition."},
 	{"capped_max", "0", "With capped_size: also cap the collection at this many documents ({range}); `0` means no document limit."},
 	{"compression", "", "Block compressor of the collections the plugin creates: `zstd`, `snappy`, `zlib` or `none`; empty means the server's default. A server that refuses gets one warning per collection."},
 	{"validate", "off", "Create collections with a `$jsonSchema` validator requiring the bucket fields (flat: the time) and BSON dates for `start`, `end`, `minTs`, `maxTs`, `expireAt`. A server that refuses gets one warning per collection."},

@@ -87,20 +87,13 @@ func (r *reader) readBuckets(c *Config) {
 	c.Mode = Mode(r.enum("mode", string(ModeBucket), string(ModeFlat)))
 	c.BucketKey = r.fieldPaths("bucket_key")
 	c.BucketWindow = r.duration("bucket_window", func(d time.Duration) string {
-		switch {
-		case d == 0:
-			return ""
-		case d < time.Second || d > day:
-			return "must be between 1s and 24h, or 0 for no window"
-		case d < day && day%d != 0:
+		if d != 0 && day%d != 0 {
 			return "must divide 24h evenly so that windows align with UTC days (e.g. 10s, 30s, 1m, 5m, 15m, 1h, 6h, 24h)"
 		}
 		return ""
 	})
 	c.BucketMaxRecords = r.integer("bucket_max_records")
-	c.BucketMaxBytes = r.size("bucket_max_bytes", func(n int64) string {
-		return between(n, kib, 15*mib, "1K and 15M (MongoDB documents are limited to 16M)")
-	})
+	c.BucketMaxBytes = r.size("bucket_max_bytes")
 	c.Stats = r.fieldPaths("stats")
 	c.CountBy = r.fieldPaths("count_by")
 	c.KeepValues = r.fieldPaths("keep_values")
@@ -113,12 +106,8 @@ func (r *reader) readWrites(c *Config) {
 	c.Idempotent = r.boolean("idempotent")
 	c.MaxInflight = r.integer("max_inflight")
 	c.WriteBatch = r.integer("write_batch")
-	c.FlushTimeout = r.duration("flush_timeout", func(d time.Duration) string {
-		return between(int64(d), int64(time.Second), int64(10*time.Minute), "1s and 10m")
-	})
-	c.ConnectTimeout = r.duration("connect_timeout", func(d time.Duration) string {
-		return between(int64(d), int64(time.Second), int64(5*time.Minute), "1s and 5m")
-	})
+	c.FlushTimeout = r.duration("flush_timeout", nil)
+	c.ConnectTimeout = r.duration("connect_timeout", nil)
 	c.DeadLetterCollection = r.deadLetter(c.Collection)
 	c.WriteConcern = r.writeConcern()
 	if v, set := r.raw("write_journal"); set {
@@ -156,29 +145,14 @@ func (r *reader) readFields(c *Config) {
 // readRetention reads how long documents are kept and how the collections
 // the plugin creates are made.
 func (r *reader) readRetention(c *Config) {
-	c.TTL = r.duration("ttl", func(d time.Duration) string {
-		if d != 0 && (d < time.Minute || d > maxTTL) {
-			return "must be 0 (off) or between 1m and 2147483647s (MongoDB's TTL limit)"
-		}
-		return ""
-	})
-	c.TTLJitter = r.duration("ttl_jitter", func(time.Duration) string { return "" }) // bounded by ttl in combinations
+	c.TTL = r.duration("ttl", nil)
+	c.TTLJitter = r.duration("ttl_jitter", nil) // bounded by ttl in combinations
 	c.TTLBurstLimit = int64(r.integer("ttl_burst_limit"))
 	c.TTLDeleteRate = r.integer("ttl_delete_rate")
-	c.DeadLetterTTL = r.duration("dead_letter_ttl", func(d time.Duration) string {
-		if d != 0 && (d < time.Minute || d > maxTTL) {
-			return "must be 0 (keep parked records) or between 1m and 2147483647s (MongoDB's TTL limit)"
-		}
-		return ""
-	})
+	c.DeadLetterTTL = r.duration("dead_letter_ttl", nil)
 	c.Partition = Partition(r.enum("partition", string(PartitionNone), string(PartitionDay), string(PartitionWeek), string(PartitionMonth)))
 	c.PartitionKeep = r.integer("partition_keep")
-	c.CappedSize = r.size("capped_size", func(n int64) string {
-		if n != 0 && n < 4*kib {
-			return "must be 0 (not capped) or at least 4K"
-		}
-		return ""
-	})
+	c.CappedSize = r.size("capped_size")
 	c.CappedMax = int64(r.integer("capped_max"))
 	if v, _ := r.raw("compression"); v != "" {
 		c.Compression = r.enum("compression", "zstd", "snappy", "zlib", "none")
@@ -238,13 +212,6 @@ func (r *reader) check(key, value, why string) bool {
 	return true
 }
 
-func between(n, lo, hi int64, what string) string {
-	if n < lo || n > hi {
-		return "must be between " + what
-	}
-	return ""
-}
-
 func (r *reader) name(key string, valid func(string) string) string {
 	v, _ := r.raw(key)
 	if !r.check(key, v, valid(v)) {
@@ -272,21 +239,27 @@ func (r *reader) boolean(key string) bool {
 
 // integer reads a whole number within the key's range (see ranges).
 func (r *reader) integer(key string) int {
-	lo, hi := ranges[key][0], ranges[key][1]
 	v, _ := r.raw(key)
 	n, why := parseInt(v)
-	if why != "" || n < lo || n > hi {
-		r.invalid(key, v, "must be a whole number between "+strconv.FormatInt(lo, 10)+" and "+strconv.FormatInt(hi, 10))
+	if b, ok := ranges[key]; ok && (why != "" || !b.holds(n)) {
+		why = b.message() // the range says more than "not a whole number"
+	}
+	if !r.check(key, v, why) {
 		return 0
 	}
 	return int(n)
 }
 
-func (r *reader) duration(key string, valid func(time.Duration) string) time.Duration {
+// duration reads a duration within the key's range (see ranges); more, when
+// not nil, checks a value within it.
+func (r *reader) duration(key string, more func(time.Duration) string) time.Duration {
 	v, _ := r.raw(key)
 	d, why := parseDuration(v)
-	if why == "" {
-		why = valid(d)
+	if b, ok := ranges[key]; why == "" && ok && !b.holds(int64(d)) {
+		why = b.message()
+	}
+	if why == "" && more != nil {
+		why = more(d)
 	}
 	if !r.check(key, v, why) {
 		return 0
@@ -294,11 +267,12 @@ func (r *reader) duration(key string, valid func(time.Duration) string) time.Dur
 	return d
 }
 
-func (r *reader) size(key string, valid func(int64) string) int64 {
+// size reads a size within the key's range (see ranges).
+func (r *reader) size(key string) int64 {
 	v, _ := r.raw(key)
 	n, why := parseSize(v)
-	if why == "" {
-		why = valid(n)
+	if b, ok := ranges[key]; why == "" && ok && !b.holds(n) {
+		why = b.message()
 	}
 	if !r.check(key, v, why) {
 		return 0
@@ -679,8 +653,8 @@ func (r *reader) ttlRules(c *Config) []TTLRule {
 			whys = append(whys, strconv.Quote(item)+": not field=value:duration")
 		case durWhy != "":
 			whys = append(whys, strconv.Quote(item)+": "+durWhy)
-		case d < time.Minute || d > maxTTL:
-			whys = append(whys, strconv.Quote(item)+": duration must be between 1m and 2147483647s")
+		case !ranges["ttl"].inSpan(int64(d)):
+			whys = append(whys, strconv.Quote(item)+": duration must be "+ranges["ttl"].span())
 		case c.Mode == ModeBucket && !slices.Contains(keyFields, field):
 			whys = append(whys, strconv.Quote(field)+" is not a bucket_key field ("+strings.Join(keyFields, ",")+"): a bucket's rule can only read its key")
 		case c.Mode == ModeFlat && (strings.ContainsAny(field, ".\x00") || strings.HasPrefix(field, "$")):
