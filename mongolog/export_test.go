@@ -388,3 +388,38 @@ func TestExportCommandUsage(t *testing.T) {
 		}
 	}
 }
+
+// Flat documents go to the window of their time, and --prune deletes them
+// once their file is verified.
+func TestExportFlat(t *testing.T) {
+	db := testDB(t)
+	k := keys(t, db, "mode", "flat", "dead_letter_ttl", "0")
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
+	var recs []rec
+	for i := range 10 {
+		recs = append(recs, rec{day.Add(time.Duration(i) * 11 * time.Minute), fmt.Sprintf(`{"app":"a","i":%d}`, i)})
+	}
+	store(t, k, 5, recs...)
+	opt := ExportOptions{From: day, To: day.Add(2 * time.Hour), Step: time.Hour, Dir: t.TempDir(), Prune: true, Rate: 100000}
+	res, lines, err := export(t, k, opt)
+	if err != nil || res.Written != 2 || res.Records != 10 || res.Deleted != 10 || len(lines) != 0 {
+		t.Fatalf("export --prune of flat documents: %+v, %q, %v", res, lines, err)
+	}
+	files, mans := exported(t, opt.Dir)
+	seen := map[int]bool{}
+	for name, ls := range files {
+		if mans[name].Records != int64(len(ls)) {
+			t.Errorf("%s: %d lines, manifest %+v", name, len(ls), mans[name])
+		}
+		for _, l := range ls {
+			var v line
+			if err := json.Unmarshal([]byte(l), &v); err != nil || v.Key != nil || seen[v.Record.I] {
+				t.Errorf("%s: line %q (%v)", name, l, err)
+			}
+			seen[v.Record.I] = true
+		}
+	}
+	if len(seen) != 10 || count(t, db, "logs", bson.D{}) != 0 {
+		t.Errorf("%d records exported, %d documents left", len(seen), count(t, db, "logs", bson.D{}))
+	}
+}

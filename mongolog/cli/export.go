@@ -76,12 +76,7 @@ func exportCommand(env Env) *cobra.Command {
 		opt.Progress, finish = exportProgress(cmd.ErrOrStderr())
 		res, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Export(cmd.Context(), opt)
 		finish()
-		fmt.Fprintf(out, "%s.%s: %d windows to %s: %d written (%d records of %d documents), %d already there, %d refused",
-			cfg.Database, cfg.Collection, res.Windows, dir, res.Written, res.Records, res.Docs, res.Skipped, res.Refused)
-		if prune {
-			fmt.Fprintf(out, "; deleted %d documents, %d kept", res.Deleted, res.Kept)
-		}
-		fmt.Fprintln(out)
+		exportSummary(out, cfg, dir, res, prune)
 		switch {
 		case cmd.Context().Err() != nil:
 			return &InterruptedError{Next: "run the same export again: it skips the windows written and redoes the one it was on"}
@@ -101,6 +96,16 @@ func exportCommand(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&prune, "prune", false, "delete each window's buckets once its file is re-read and matches its manifest")
 	cmd.Flags().IntVar(&rate, "rate", 5000, "with --prune: documents deleted per second at most")
 	return cmd
+}
+
+// exportSummary is the line export ends with.
+func exportSummary(out io.Writer, cfg *conf.Config, dir string, res mongolog.Exported, prune bool) {
+	fmt.Fprintf(out, "%s.%s: %d windows to %s: %d written (%d records of %d documents), %d already there, %d refused",
+		cfg.Database, cfg.Collection, res.Windows, dir, res.Written, res.Records, res.Docs, res.Skipped, res.Refused)
+	if prune {
+		fmt.Fprintf(out, "; deleted %d documents, %d kept", res.Deleted, res.Kept)
+	}
+	fmt.Fprintln(out)
 }
 
 // pauseHook is the hook of exportPauseEnv, or nil without it.
