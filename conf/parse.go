@@ -462,14 +462,15 @@ func (r *reader) writeConcern() WriteConcern {
 	if strings.EqualFold(v, "majority") {
 		return WriteConcern{Majority: true}
 	}
+	members := ranges["write_concern"]
 	n, why := parseInt(v)
 	switch {
 	case why == "" && n == 0:
-		why = "unacknowledged writes cannot guarantee delivery (the plugin acknowledges a chunk only after MongoDB confirms the write); use majority or 1-50"
-	case why == "" && n <= 50:
+		why = "unacknowledged writes cannot guarantee delivery (the plugin acknowledges a chunk only after MongoDB confirms the write); use majority or " + members.text()
+	case why == "" && members.holds(n):
 		return WriteConcern{W: int(n)}
 	default:
-		why = "must be majority or a number of members 1-50 (tag sets are not supported)"
+		why = "must be majority or a number of members " + members.text() + " (tag sets are not supported)"
 	}
 	r.invalid("write_concern", v, why)
 	return WriteConcern{}

@@ -6,7 +6,9 @@ import (
 	"testing"
 )
 
-// The README's configuration table documents every key with its default.
+// The README's configuration table documents every key with its default and
+// its meaning as the key table gives them (ranges included), so the README,
+// mongolog and the checks say the same.
 func TestReadmeDocumentsEveryKey(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -17,9 +19,13 @@ func TestReadmeDocumentsEveryKey(t *testing.T) {
 		if k.Default != "" {
 			def = "`" + k.Default + "`"
 		}
-		row := "| `" + k.Key + "` | " + def + " |"
-		if !strings.Contains(string(readme), row) {
+		head := "| `" + k.Key + "` | " + def + " |"
+		row := head + " " + strings.ReplaceAll(k.Meaning, "|", `\|`) + " |"
+		switch {
+		case !strings.Contains(string(readme), head):
 			t.Errorf("README lacks the row %q", row)
+		case !strings.Contains(string(readme), row+"\n"):
+			t.Errorf("README's row for %s differs from the key table; want\n%s", k.Key, row)
 		}
 	}
 }
