@@ -1,0 +1,147 @@
+// Package netproxy holds TCP proxies that stand between a client and a
+// MongoDB-wire server in tests and benchmarks. They listen on 127.0.0.1
+// only.
+package netproxy
+
+import (
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Latency is a TCP proxy that delays what the server sends: every read of
+// the server-to-client direction is forwarded Delay after it was read, so
+// that a command's round trip costs about Delay more, as to a server
+// Delay away. Replies keep their order, and what follows a delayed read
+// is read on meanwhile (the link's bandwidth is not cut, only its latency
+// raised). What the client sends is forwarded at once.
+type Latency struct {
+	Delay time.Duration
+
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	conns  map[net.Conn]bool
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// StartLatency listens on 127.0.0.1 and forwards each connection to
+// target (host:port) with delay added to every server reply.
+func StartLatency(target string, delay time.Duration) (*Latency, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	l := &Latency{Delay: delay, ln: ln, target: target, conns: map[net.Conn]bool{}}
+	l.wg.Add(1)
+	go l.accept()
+	return l, nil
+}
+
+// Addr is the proxy's host:port.
+func (l *Latency) Addr() string { return l.ln.Addr().String() }
+
+// Close stops listening, closes every connection through the proxy and
+// waits for its goroutines to end.
+func (l *Latency) Close() error {
+	err := l.ln.Close()
+	l.mu.Lock()
+	l.closed = true
+	for c := range l.conns {
+		c.Close()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	return err
+}
+
+func (l *Latency) accept() {
+	defer l.wg.Done()
+	for {
+		in, err := l.ln.Accept()
+		if err != nil {
+			return
+		}
+		l.wg.Add(1)
+		go l.pipe(in)
+	}
+}
+
+// track adds c to the connections Close closes; false once closed.
+func (l *Latency) track(cs ...net.Conn) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	for _, c := range cs {
+		l.conns[c] = true
+	}
+	return true
+}
+
+func (l *Latency) untrack(cs ...net.Conn) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range cs {
+		delete(l.conns, c)
+		c.Close()
+	}
+}
+
+func (l *Latency) pipe(in net.Conn) {
+	defer l.wg.Done()
+	out, err := net.DialTimeout("tcp", l.target, 5*time.Second)
+	if err != nil {
+		in.Close()
+		return
+	}
+	if !l.track(in, out) {
+		in.Close()
+		out.Close()
+		return
+	}
+	done := make(chan struct{}, 2)
+	go func() { io.Copy(out, in); done <- struct{}{} }()
+	go func() { l.delayed(in, out); done <- struct{}{} }()
+	<-done
+	l.untrack(in, out)
+	<-done
+}
+
+// burst is one read of the server's side and when it is due at the client.
+type burst struct {
+	data []byte
+	due  time.Time
+}
+
+// delayed copies from server to client, each read Delay after it was made.
+func (l *Latency) delayed(client, server net.Conn) {
+	// The queue holds the reads in flight; when full, reading waits, as a
+	// link whose window is full does.
+	queue := make(chan burst, 256)
+	go func() {
+		defer close(queue)
+		for {
+			buf := make([]byte, 64<<10)
+			n, err := server.Read(buf)
+			if n > 0 {
+				queue <- burst{data: buf[:n], due: time.Now().Add(l.Delay)}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	for b := range queue {
+		time.Sleep(time.Until(b.due))
+		if _, err := client.Write(b.data); err != nil {
+			server.Close()
+			for range queue {
+			}
+			return
+		}
+	}
+}
