@@ -111,104 +111,139 @@ func (f *TimeFormat) Parse(s string) (time.Time, bool) {
 		t, ok := parseLineTime(s)
 		return t, ok && InRange(t)
 	}
-	var (
-		year, month, day, yday  = -1, -1, -1, -1
-		hour, minute, sec, nsec int
-		offset                  int
-		epoch                   int64
-		hasEpoch                bool
-		ok                      bool
-		n                       int
-	)
+	p := timeParts{year: -1, month: -1, day: -1, yday: -1}
 	for _, it := range f.items {
-		switch it.verb {
-		case 0:
-			if !strings.HasPrefix(s, it.lit) {
-				return time.Time{}, false
-			}
-			s = s[len(it.lit):]
-			continue
-		case ' ':
-			s = strings.TrimLeft(s, " \t")
-			continue
-		case 'Y':
-			year, s, ok = scanNum(s, 4, 0, 9999)
-		case 'y':
-			if n, s, ok = scanNum(s, 2, 0, 99); ok {
-				year = 1900 + n
-				if n < 69 {
-					year = 2000 + n
-				}
-			}
-		case 'm':
-			month, s, ok = scanNum(s, 2, 1, 12)
-		case 'b':
-			month, s, ok = scanName(s, monthNames)
-		case 'a':
-			_, s, ok = scanName(s, weekdayNames)
-		case 'e':
-			if s != "" && s[0] == ' ' {
-				s = s[1:]
-			}
-			day, s, ok = scanNum(s, 2, 1, 31)
-		case 'd':
-			day, s, ok = scanNum(s, 2, 1, 31)
-		case 'j':
-			yday, s, ok = scanNum(s, 3, 1, 366)
-		case 'H':
-			hour, s, ok = scanNum(s, 2, 0, 23)
-		case 'M':
-			minute, s, ok = scanNum(s, 2, 0, 59)
-		case 'S':
-			sec, s, ok = scanNum(s, 2, 0, 59)
-		case 'L':
-			if ok = s != "" && isDigit(s[0]); ok {
-				nsec, s = scanFraction(s)
-			}
-		case 'z':
-			offset, s, ok = scanOffset(s)
-		case 'Z':
-			ok = false
-			for _, name := range [...]string{"UTC", "GMT", "Z"} {
-				if strings.HasPrefix(s, name) {
-					s, offset, ok = s[len(name):], 0, true
-					break
-				}
-			}
-		case 's':
-			neg := s != "" && s[0] == '-'
-			if neg {
-				s = s[1:]
-			}
-			if n, s, ok = scanNum(s, 12, 0, int(MaxTime.Unix())); ok {
-				epoch, hasEpoch = int64(n), true
-				if neg {
-					epoch = -epoch
-				}
-			}
-		}
-		if !ok {
+		var ok bool
+		if s, ok = p.scan(it, s); !ok {
 			return time.Time{}, false
 		}
 	}
 	if s != "" {
 		return time.Time{}, false
 	}
-	if hasEpoch {
-		t := time.Unix(epoch, int64(nsec)).UTC()
+	return p.time()
+}
+
+// timeParts are the fields a format read; -1 is a date field not read.
+type timeParts struct {
+	year, month, day, yday  int
+	hour, minute, sec, nsec int
+	offset                  int // seconds east of UTC
+	epoch                   int64
+	hasEpoch                bool
+}
+
+// scan reads the text of one format item from the start of s into p and
+// returns the rest.
+func (p *timeParts) scan(it timeItem, s string) (string, bool) {
+	var ok bool
+	switch it.verb {
+	case 0:
+		if !strings.HasPrefix(s, it.lit) {
+			return s, false
+		}
+		return s[len(it.lit):], true
+	case ' ':
+		return strings.TrimLeft(s, " \t"), true
+	case 'Y':
+		p.year, s, ok = scanNum(s, 4, 0, 9999)
+	case 'y':
+		p.year, s, ok = scanYear2(s)
+	case 'm':
+		p.month, s, ok = scanNum(s, 2, 1, 12)
+	case 'b':
+		p.month, s, ok = scanName(s, monthNames)
+	case 'a':
+		_, s, ok = scanName(s, weekdayNames)
+	case 'e':
+		if s != "" && s[0] == ' ' {
+			s = s[1:]
+		}
+		p.day, s, ok = scanNum(s, 2, 1, 31)
+	case 'd':
+		p.day, s, ok = scanNum(s, 2, 1, 31)
+	case 'j':
+		p.yday, s, ok = scanNum(s, 3, 1, 366)
+	case 'H':
+		p.hour, s, ok = scanNum(s, 2, 0, 23)
+	case 'M':
+		p.minute, s, ok = scanNum(s, 2, 0, 59)
+	case 'S':
+		p.sec, s, ok = scanNum(s, 2, 0, 59)
+	case 'L':
+		if ok = s != "" && isDigit(s[0]); ok {
+			p.nsec, s = scanFraction(s)
+		}
+	case 'z':
+		p.offset, s, ok = scanOffset(s)
+	case 'Z':
+		if s, ok = scanUTCName(s); ok {
+			p.offset = 0
+		}
+	case 's':
+		if p.epoch, s, ok = scanEpoch(s); ok {
+			p.hasEpoch = true
+		}
+	}
+	return s, ok
+}
+
+// time is the time p gives: its epoch seconds, or its date (a day of the
+// year, %j, checked against the year's length) and clock.
+func (p *timeParts) time() (time.Time, bool) {
+	if p.hasEpoch {
+		t := time.Unix(p.epoch, int64(p.nsec)).UTC()
 		return t, InRange(t)
 	}
+	month, day := p.month, p.day
 	if month < 0 || day < 0 {
-		// A day of the year: %j, checked against the year's length.
-		jan1 := time.Date(year, time.January, 1, 0, 0, 0, 0, time.UTC)
-		t := jan1.AddDate(0, 0, yday-1)
-		if t.Year() != year {
+		jan1 := time.Date(p.year, time.January, 1, 0, 0, 0, 0, time.UTC)
+		t := jan1.AddDate(0, 0, p.yday-1)
+		if t.Year() != p.year {
 			return time.Time{}, false
 		}
 		month, day = int(t.Month()), t.Day()
 	}
-	t, ok := civilTime(year, time.Month(month), day, hour, minute, sec, nsec, offset)
+	t, ok := civilTime(p.year, time.Month(month), day, p.hour, p.minute, p.sec, p.nsec, p.offset)
 	return t, ok && InRange(t)
+}
+
+// scanYear2 reads a two-digit year: 69-99 are 1969-1999, 00-68 2000-2068.
+func scanYear2(s string) (int, string, bool) {
+	n, s, ok := scanNum(s, 2, 0, 99)
+	if !ok {
+		return 0, s, false
+	}
+	if n < 69 {
+		return 2000 + n, s, true
+	}
+	return 1900 + n, s, true
+}
+
+// scanUTCName reads UTC, GMT or Z.
+func scanUTCName(s string) (string, bool) {
+	for _, name := range [...]string{"UTC", "GMT", "Z"} {
+		if strings.HasPrefix(s, name) {
+			return s[len(name):], true
+		}
+	}
+	return s, false
+}
+
+// scanEpoch reads seconds since 1970, with an optional minus sign.
+func scanEpoch(s string) (int64, string, bool) {
+	neg := s != "" && s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	n, s, ok := scanNum(s, 12, 0, int(MaxTime.Unix()))
+	if !ok {
+		return 0, s, false
+	}
+	if neg {
+		return -int64(n), s, true
+	}
+	return int64(n), s, true
 }
 
 // scanNum reads up to width digits (at least one) as a number in [lo, hi].
