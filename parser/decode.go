@@ -449,23 +449,34 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 	}
 	w := &b.w
 	*w = writer{d: d, dst: dst, frames: w.frames[:0]}
+	if reason, err := w.body(r, n, &rec); reason != "" || err != nil {
+		return rec, reason, err
+	}
+	return w.finish(b, docStart, timeAt, meta, rec)
+}
+
+// body writes the n fields of a record body that starts at r: the line
+// under ParseKey parsed, the fields selected, typed as Types says. A
+// non-empty reason means the record is bad; r is then past it.
+func (w *writer) body(r *reader, n int, rec *Record) (string, error) {
+	d := w.d
 	var depthErr error
 	for i := 0; i < n; i++ {
 		key, err := w.readKey(r)
 		if err != nil {
-			return rec, "", err
+			return "", err
 		}
 		if depthErr != nil {
 			// Keep reading to find the record's end.
 			if err := r.skip(); err != nil {
-				return rec, "", err
+				return "", err
 			}
 			continue
 		}
 		if d.opt.Line != nil && string(key) == d.opt.ParseKey {
-			handled, err := w.parseLine(r, key, &rec)
+			handled, err := w.parseLine(r, key, rec)
 			if err != nil {
-				return rec, "", err
+				return "", err
 			}
 			if handled {
 				continue
@@ -474,37 +485,59 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 		keep, inc, exc := selectKey(key, d.include, d.exclude)
 		if !keep {
 			if err := r.skip(); err != nil {
-				return rec, "", err
+				return "", err
 			}
 			continue
 		}
 		if kind, ok := d.types.get(key); ok && kind != KindString {
-			vs := r.pos
-			v, err := r.next()
+			typed, err := w.typedField(r, key, kind)
 			if err != nil {
-				return rec, "", err
+				return "", err
 			}
-			if v.kind == kStr || v.kind == kBin {
-				EmitTyped(w, bytesString(key), bytesString(v.raw), kind)
+			if typed {
 				continue
 			}
-			if t, ok := numberTime(v, kind); ok {
-				w.Time(bytesString(key), t)
-				continue
-			}
-			r.pos = vs
 		}
 		typeAt := w.element(key, true)
 		if err := w.value(r, typeAt, inc, exc, 1); err != nil {
 			if !errors.Is(err, errTooDeep) {
-				return rec, "", err
+				return "", err
 			}
 			depthErr = err
 		}
 	}
 	if depthErr != nil {
-		return rec, "record body is " + depthErr.Error(), nil
+		return "record body is " + depthErr.Error(), nil
 	}
+	return "", nil
+}
+
+// typedField writes the field key converted to kind when its value at r is
+// a string, or a number kind reads as a time. Otherwise it reports false
+// with r where it was, for the value to be written as it is.
+func (w *writer) typedField(r *reader, key []byte, kind Kind) (bool, error) {
+	vs := r.pos
+	v, err := r.next()
+	if err != nil {
+		return false, err
+	}
+	if v.kind == kStr || v.kind == kBin {
+		EmitTyped(w, bytesString(key), bytesString(v.raw), kind)
+		return true, nil
+	}
+	if t, ok := numberTime(v, kind); ok {
+		w.Time(bytesString(key), t)
+		return true, nil
+	}
+	r.pos = vs
+	return false, nil
+}
+
+// finish ends the record document that starts at docStart in w.dst: the
+// metadata, the size limit and, with TimeFromLog, the line's time written
+// over the entry time at timeAt. The document then ends the arena.
+func (w *writer) finish(b *Batch, docStart int32, timeAt int, meta []byte, rec Record) (Record, string, error) {
+	d := w.d
 	if d.opt.KeepMetadata && meta != nil {
 		mr := reader{buf: meta}
 		typeAt := w.element([]byte("_meta"), false)
@@ -512,7 +545,7 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 			return rec, "record metadata is " + err.Error(), nil
 		}
 	}
-	dst = append(w.dst, 0)
+	dst := append(w.dst, 0)
 	size := len(dst) - int(docStart)
 	if size > d.maxBytes {
 		return rec, fmt.Sprintf("record of %d bytes exceeds the %d-byte limit", size, d.maxBytes), nil
