@@ -43,12 +43,28 @@ func Outcomes(ups []Upsert, res *mongo.BulkWriteResult, err error) []error {
 	if res == nil {
 		res = &mongo.BulkWriteResult{}
 	}
-	upserted := func(i int) bool {
-		id, ok := res.UpsertedIDs[int64(i)]
-		want, isString := ups[i].Filter.Lookup(model.ID).StringValueOK()
-		got, _ := id.(string)
-		return ok && isString && got == want
+	// An upsert is known by the _id it inserted: some servers number the
+	// upserts of a command among themselves, not among its statements. The
+	// statements of one command name distinct buckets, so an inserted _id
+	// names its statement.
+	byID := map[string]int{}
+	for i := range ups {
+		if id, ok := ups[i].Filter.Lookup(model.ID).StringValueOK(); ok {
+			if _, dup := byID[id]; dup {
+				byID[id] = -1
+			} else {
+				byID[id] = i
+			}
+		}
 	}
+	inserted := map[int]bool{}
+	for _, id := range res.UpsertedIDs {
+		s, _ := id.(string)
+		if i, ok := byID[s]; ok && i >= 0 {
+			inserted[i] = true
+		}
+	}
+	upserted := func(i int) bool { return inserted[i] }
 	accounted := len(bwe.WriteErrors) + int(res.MatchedCount+res.UpsertedCount)
 	trusted := accounted == len(ups)
 	failed := map[int]bool{}
@@ -58,8 +74,11 @@ func Outcomes(ups []Upsert, res *mongo.BulkWriteResult, err error) []error {
 		}
 		failed[we.Index] = true
 	}
-	for i := range res.UpsertedIDs {
-		if i < 0 || i >= int64(len(ups)) || failed[int(i)] || !upserted(int(i)) {
+	if len(inserted) != len(res.UpsertedIDs) {
+		trusted = false
+	}
+	for i := range inserted {
+		if failed[i] {
 			trusted = false
 		}
 	}

@@ -24,7 +24,7 @@ func dupAt(i int) mongo.BulkWriteError {
 
 // Each statement's outcome is read from the reply only when the reply
 // accounts for every statement once; otherwise only upserts it names by
-// index and _id count as applied.
+// _id count as applied.
 func TestOutcomes(t *testing.T) {
 	ups := upsertsOf("a", "b", "c", "d")
 	lost := errors.New("connection reset")
@@ -47,6 +47,10 @@ func TestOutcomes(t *testing.T) {
 		{"upsert-named-kept", &mongo.BulkWriteResult{UpsertedCount: 1, UpsertedIDs: map[int64]any{1: "b"}},
 			mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{dupAt(0)}},
 			[]string{"unconfirmed", "", "unconfirmed", "unconfirmed"}},
+		// A server that numbers the upserts among themselves: the _ids
+		// still name the statements.
+		{"upserts-numbered-apart", &mongo.BulkWriteResult{MatchedCount: 1, UpsertedCount: 3,
+			UpsertedIDs: map[int64]any{0: "b", 1: "c", 2: "d"}}, nil, []string{"", "", "", ""}},
 		{"upsert-of-another-id", &mongo.BulkWriteResult{MatchedCount: 3, UpsertedCount: 1, UpsertedIDs: map[int64]any{1: "x"}},
 			nil, []string{"unconfirmed", "unconfirmed", "unconfirmed", "unconfirmed"}},
 		{"counts-short", &mongo.BulkWriteResult{MatchedCount: 3}, nil,
