@@ -90,11 +90,13 @@ type Seams struct {
 	// Wrap, if set, wraps the MongoDB store the sink writes through
 	// (fault injection).
 	Wrap func(writer.Store) writer.Store
+	// Getenv, if set, is the environment uri_env reads (nil: the process's).
+	Getenv func(string) string
 }
 
 // NewWith is New with seams for tests.
 func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (*Instance, error) {
-	cfg, err := conf.Parse(g, nil, nil)
+	cfg, err := conf.Parse(g, seams.Getenv, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -335,3 +335,25 @@ func TestDebugFlushSummary(t *testing.T) {
 		t.Errorf("no per-flush summary at debug:\n%s", log)
 	}
 }
+
+// uri_env reads the environment the seams give (mongolog's commands run
+// in-process with an environment of their own), the process's without.
+func TestURIEnvFromSeams(t *testing.T) {
+	const name = "OUT_MONGODB_TEST_URI_ONLY_IN_SEAMS"
+	m := conf.Map{}
+	m.Set("uri_env", name)
+	env := func(k string) string {
+		if k == name {
+			return "mongodb://127.0.0.1:1/"
+		}
+		return ""
+	}
+	in, err := NewWith(m, "mongodb.0", &bytes.Buffer{}, Seams{Getenv: env})
+	if err != nil {
+		t.Fatalf("uri_env set in the seams' environment: %v", err)
+	}
+	in.Exit()
+	if _, err := NewWith(m, "mongodb.0", &bytes.Buffer{}, Seams{}); err == nil || !strings.Contains(err.Error(), "uri_env") {
+		t.Errorf("uri_env unset in the process's environment: %v, want an error naming uri_env", err)
+	}
+}

@@ -107,46 +107,13 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		}
 		// Sort out what happened: documents refused for their content,
 		// documents already there, and the rest to try again.
-		poison := map[int]string{}
-		var bwe mongo.BulkWriteException
-		if errors.As(err, &bwe) {
-			for _, we := range bwe.WriteErrors {
-				if Classify(we) == Poison && we.Index >= 0 && we.Index < len(pending) {
-					poison[pending[we.Index]] = we.Message
-				}
-			}
-		} else if Classify(err) == Poison && len(pending) == 1 {
-			poison[pending[0]] = err.Error()
-		}
-		suspect, answers := false, false
-		if Classify(err) == Transient && mongo.IsNetworkError(err) {
-			if len(pending) == 1 {
-				// One document alone: suspected only on the evidence of
-				// Dropped (and then only if not stored, below).
-				suspect = Dropped(ctx, store, coll, len(docs[pending[0]].Raw), &netErrs)
-				answers = netErrs > 0 && ctx.Err() == nil
-			} else {
-				// Once a search is under way, the content around it is
-				// suspect from the first dropped connection.
-				netErrs++
-				suspect = (netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && store.Ping(ctx) == nil
-			}
-		}
+		poison := poisonOf(err, pending)
+		suspect, answers := ins.suspect(ctx, err, pending, &netErrs)
 		stored, ferr := existing(ctx, store, coll, docs, pending)
 		if ferr != nil {
 			err, suspect, answers = ferr, false, false
 		}
-		next := pending[:0:0]
-		for _, p := range pending {
-			switch {
-			case stored[p]:
-				ins.existed++
-			case poison[p] != "":
-				refused = append(refused, Refused{Index: p, Reason: "refused by MongoDB: " + poison[p]})
-			default:
-				next = append(next, p)
-			}
-		}
+		next := ins.sortOut(pending, stored, poison, &refused)
 		progress := len(next) < len(pending)
 		pending = next
 		switch {
@@ -163,19 +130,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 				}
 				return append(refused, Refused{Index: pending[0], Reason: reason}), nil
 			}
-			// A refusal without a usable index: split to find the document.
-			half := (len(pending) + 1) / 2
-			if ins.limit == 0 || half < ins.limit {
-				ins.limit = half
-			}
-			for _, part := range [][]int{pending[:half], pending[half:]} {
-				more, err := ins.insert(ctx, part)
-				refused = append(refused, more...)
-				if err != nil {
-					return refused, err
-				}
-			}
-			return refused, nil
+			return ins.split(ctx, pending, refused)
 		}
 		if answers {
 			continue // the server answers: repeat at once
@@ -183,6 +138,76 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		waits++
 		if werr := retry.Wait(ctx, waits); werr != nil {
 			return refused, fmt.Errorf("inserting into %s: %w", coll, err)
+		}
+	}
+	return refused, nil
+}
+
+// poisonOf is, by document index, why the server refused documents of
+// pending for their content in err.
+func poisonOf(err error, pending []int) map[int]string {
+	poison := map[int]string{}
+	var bwe mongo.BulkWriteException
+	if errors.As(err, &bwe) {
+		for _, we := range bwe.WriteErrors {
+			if Classify(we) == Poison && we.Index >= 0 && we.Index < len(pending) {
+				poison[pending[we.Index]] = we.Message
+			}
+		}
+	} else if Classify(err) == Poison && len(pending) == 1 {
+		poison[pending[0]] = err.Error()
+	}
+	return poison
+}
+
+// suspect reports whether the lost connection of err puts the content of
+// pending under suspicion, counting it in netErrs, and whether the server
+// answers meanwhile (a document alone is then repeated at once).
+func (ins *inserter) suspect(ctx context.Context, err error, pending []int, netErrs *int) (suspect, answers bool) {
+	if Classify(err) != Transient || !mongo.IsNetworkError(err) {
+		return false, false
+	}
+	if len(pending) == 1 {
+		// One document alone: suspected only on the evidence of Dropped
+		// (and then only if not stored, see insert).
+		suspect = Dropped(ctx, ins.store, ins.coll, len(ins.docs[pending[0]].Raw), netErrs)
+		return suspect, *netErrs > 0 && ctx.Err() == nil
+	}
+	// Once a search is under way, the content around it is suspect from
+	// the first dropped connection.
+	*netErrs++
+	return (*netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && ins.store.Ping(ctx) == nil, false
+}
+
+// sortOut counts the documents of pending already stored, adds those
+// refused to refused, and returns the rest, to try again.
+func (ins *inserter) sortOut(pending []int, stored map[int]bool, poison map[int]string, refused *[]Refused) []int {
+	next := pending[:0:0]
+	for _, p := range pending {
+		switch {
+		case stored[p]:
+			ins.existed++
+		case poison[p] != "":
+			*refused = append(*refused, Refused{Index: p, Reason: "refused by MongoDB: " + poison[p]})
+		default:
+			next = append(next, p)
+		}
+	}
+	return next
+}
+
+// split inserts pending in halves, to find the document a refusal without
+// a usable index (or a suspect lost connection) is about.
+func (ins *inserter) split(ctx context.Context, pending []int, refused []Refused) ([]Refused, error) {
+	half := (len(pending) + 1) / 2
+	if ins.limit == 0 || half < ins.limit {
+		ins.limit = half
+	}
+	for _, part := range [][]int{pending[:half], pending[half:]} {
+		more, err := ins.insert(ctx, part)
+		refused = append(refused, more...)
+		if err != nil {
+			return refused, err
 		}
 	}
 	return refused, nil

@@ -66,7 +66,7 @@ func importCommand(env Env) *cobra.Command {
 			return err
 		}
 		closeFn()
-		in, err := instance.New(m, "import", stderr)
+		in, err := instance.NewWith(m, "import", stderr, instance.Seams{Getenv: env.getenv})
 		if err != nil {
 			return err
 		}
