@@ -69,6 +69,7 @@ type Limits struct {
 // work stops when the context given to NewKeeper ends; Wait waits for it.
 type Keeper struct {
 	db     *mongo.Database
+	runner Runner // the commands that change an index (collMod)
 	log    Logger
 	limits Limits
 	ctx    context.Context
@@ -83,8 +84,23 @@ type Keeper struct {
 func NewKeeper(ctx context.Context, db *mongo.Database, log Logger, limits Limits) *Keeper {
 	limits.Rate = max(limits.Rate, 1)
 	limits.Batch = max(limits.Batch, 1)
-	return &Keeper{db: db, log: log, limits: limits, ctx: ctx, warned: map[string]bool{}, running: map[string]bool{}}
+	return &Keeper{db: db, runner: dbRunner{db}, log: log, limits: limits, ctx: ctx, warned: map[string]bool{}, running: map[string]bool{}}
 }
+
+// Runner runs a database command and returns the error it ends with. The
+// keeper changes indexes (collMod) through one.
+type Runner interface {
+	Run(ctx context.Context, cmd bson.D) error
+}
+
+type dbRunner struct{ db *mongo.Database }
+
+func (r dbRunner) Run(ctx context.Context, cmd bson.D) error { return r.db.RunCommand(ctx, cmd).Err() }
+
+// WrapRunner makes the keeper send its collMod commands through wrap of
+// the database's runner (fault injection in tests). Call it before
+// Prepare.
+func (k *Keeper) WrapRunner(wrap func(Runner) Runner) { k.runner = wrap(k.runner) }
 
 // Wait waits for the background work, which ends with the keeper's
 // context.

@@ -17,6 +17,7 @@ import (
 // ttlIndex is what a collection has of a TTL index on one field.
 type ttlIndex struct {
 	found   bool
+	name    string // as listIndexes gives it
 	after   *int64 // expireAfterSeconds; nil: a plain index
 	missing bool   // the collection does not exist
 }
@@ -145,6 +146,7 @@ func (k *Keeper) ttlIndex(ctx context.Context, coll, field string) (ttlIndex, er
 			continue
 		}
 		idx := ttlIndex{found: true}
+		idx.name, _ = cur.Current.Lookup("name").StringValueOK()
 		if v, ok := cur.Current.Lookup("expireAfterSeconds").AsInt64OK(); ok {
 			idx.after = &v
 		} else if f, ok := cur.Current.Lookup("expireAfterSeconds").DoubleOK(); ok {
@@ -166,21 +168,46 @@ func (k *Keeper) createTTL(ctx context.Context, coll, field string, after int64)
 }
 
 // collMod changes the TTL of the index on field in place: never dropped and
-// rebuilt. A plain index becomes a TTL index this way (MongoDB 6.0+).
+// rebuilt. A plain index becomes a TTL index this way (MongoDB 6.0+). The
+// index is named by its key pattern; a server that refuses that form
+// (some MongoDB-compatible servers take only a name) is asked again by the
+// index's name, as listIndexes gives it.
 func (k *Keeper) collMod(ctx context.Context, coll, field string, from *int64, after int64) error {
-	cmd := bson.D{{Key: "collMod", Value: coll}, {Key: "index", Value: bson.D{
-		{Key: "keyPattern", Value: bson.D{{Key: field, Value: 1}}},
-		{Key: "expireAfterSeconds", Value: after},
-	}}}
+	keys := bson.D{{Key: field, Value: 1}}
 	was := "none"
 	if from != nil {
 		was = fmt.Sprintf("%ds", *from)
 	}
-	if err := k.db.RunCommand(ctx, cmd).Err(); err != nil {
+	failed := func(err error) error {
 		return fmt.Errorf("changing the TTL of index {%s: 1} on %s from %s to %ds (collMod): %w", field, coll, was, after, err)
 	}
-	k.log.Infof("changed the TTL of index {%s: 1} on %s from %s to %ds", field, coll, was, after)
+	how := ""
+	err := k.runner.Run(ctx, collModCmd(coll, bson.E{Key: "keyPattern", Value: keys}, after))
+	if errclass.Of(err).Refusal() {
+		idx, lerr := k.ttlIndex(ctx, coll, field)
+		switch {
+		case lerr != nil:
+			return failed(fmt.Errorf("%v; listing the indexes for its name: %w", err, lerr))
+		case idx.name == "":
+			return failed(err)
+		}
+		k.log.Debugf("collMod of index {%s: 1} on %s by key pattern refused (%v): asking by its name %s", field, coll, err, idx.name)
+		if nerr := k.runner.Run(ctx, collModCmd(coll, bson.E{Key: "name", Value: idx.name}, after)); nerr != nil {
+			return failed(fmt.Errorf("by key pattern: %v; by name %s: %w", err, idx.name, nerr))
+		}
+		err, how = nil, " (by its name "+idx.name+": the server refused the key pattern)"
+	}
+	if err != nil {
+		return failed(err)
+	}
+	k.log.Infof("changed the TTL of index {%s: 1} on %s from %s to %ds%s", field, coll, was, after, how)
 	return nil
+}
+
+// collModCmd is the collMod giving the index of coll that which names an
+// expireAfterSeconds of after.
+func collModCmd(coll string, which bson.E, after int64) bson.D {
+	return bson.D{{Key: "collMod", Value: coll}, {Key: "index", Value: bson.D{which, {Key: "expireAfterSeconds", Value: after}}}}
 }
 
 // pace waits so that done documents since start took at least the time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
@@ -45,8 +47,9 @@ func mustDone(t *testing.T, st sink.Status, log fmt.Stringer) {
 	}
 }
 
-// ttlIndexCommands returns the expireAfterSeconds of the TTL indexes on
-// field that createIndexes commands asked for, and those collMod sent.
+// ttlCommands returns the expireAfterSeconds of the TTL indexes on field
+// that createIndexes commands asked for, and those collMod sent naming the
+// index by its key pattern.
 func ttlCommands(t *testing.T, sent []sentCommand, field string) (created, modified []int64) {
 	t.Helper()
 	for _, c := range sent {
@@ -63,7 +66,7 @@ func ttlCommands(t *testing.T, sent []sentCommand, field string) (created, modif
 			}
 		case "collMod":
 			ix := c.body.Lookup("index").Document()
-			if _, err := ix.Lookup("keyPattern").Document().LookupErr(field); err == nil {
+			if pattern, ok := ix.Lookup("keyPattern").DocumentOK(); ok && pattern.Lookup(field).Type != bson.Type(0) {
 				modified = append(modified, ix.Lookup("expireAfterSeconds").AsInt64())
 			}
 		}
@@ -72,9 +75,10 @@ func ttlCommands(t *testing.T, sent []sentCommand, field string) (created, modif
 }
 
 // ttl 7d, then a restart with ttl 3d, changes the existing index with
-// collMod to 259200 seconds: never dropped and rebuilt. The test server has
-// neither TTL indexes nor collMod: the plugin warns once per collection
-// and keeps writing.
+// collMod to 259200 seconds: never dropped and rebuilt. A server that
+// refuses the index's key pattern in collMod is asked by the index's name.
+// The test server has neither TTL indexes nor collMod: the plugin warns
+// once per collection and keeps writing.
 func TestTTLChangedInPlace(t *testing.T) {
 	e := newDBEnv(t)
 	in, cmds, log := monitored(t, e, "ttl", "7d")
@@ -101,6 +105,21 @@ func TestTTLChangedInPlace(t *testing.T) {
 	created, modified := ttlCommands(t, cmds.since(0), "expireAt")
 	if len(created) != 0 || len(modified) != 1 || modified[0] != 259200 {
 		t.Fatalf("created %v, collMod %v: want one collMod with 259200\n%s", created, modified, log)
+	}
+	// A server that refuses the key pattern form (the test server refuses
+	// collMod in every form) is asked once more, by the index's name.
+	byName := 0
+	for _, c := range named(cmds.since(0), "collMod") {
+		ix := c.body.Lookup("index").Document()
+		if name, ok := ix.Lookup("name").StringValueOK(); ok {
+			byName++
+			if name != "expireAt_1" || ix.Lookup("expireAfterSeconds").AsInt64() != 259200 {
+				t.Errorf("collMod by name %v, want expireAt_1 with 259200", ix)
+			}
+		}
+	}
+	if byName > 1 || !e.srv.Real && byName != 1 {
+		t.Errorf("%d collMods by name, want one after a refusal by key pattern (at most one on any server)\n%s", byName, log)
 	}
 	if drops := named(cmds.since(0), "dropIndexes"); len(drops) > 0 {
 		t.Errorf("the index was dropped: %v", drops[0].body)
@@ -419,4 +438,143 @@ func TestCollectionOptions(t *testing.T) {
 			}
 		}
 	})
+}
+
+// keyPatternRefused is a layout.Runner that refuses every collMod naming
+// its index by key pattern, as a MongoDB-compatible server without that
+// form does, and passes every other command to the server. It keeps the
+// index part of each collMod it is given.
+type keyPatternRefused struct {
+	next layout.Runner
+	mu   sync.Mutex
+	sent []bson.Raw
+}
+
+func (r *keyPatternRefused) Run(ctx context.Context, cmd bson.D) error {
+	raw, err := bson.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	index, _ := bson.Raw(raw).Lookup("index").DocumentOK()
+	r.mu.Lock()
+	r.sent = append(r.sent, index)
+	r.mu.Unlock()
+	if _, err := index.LookupErr("keyPattern"); err == nil {
+		return mongo.CommandError{Code: 1, Name: "InternalError", Message: "operator does not exist: documentdb_core.bson = documentdb_core.bson"}
+	}
+	return r.next.Run(ctx, cmd)
+}
+
+func (r *keyPatternRefused) collMods() []bson.Raw {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]bson.Raw(nil), r.sent...)
+}
+
+// keeperLog keeps a keeper's lines, each after its level.
+type keeperLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *keeperLog) add(level, f string, a []any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, level+" "+fmt.Sprintf(f, a...))
+}
+func (l *keeperLog) Infof(f string, a ...any)  { l.add("info", f, a) }
+func (l *keeperLog) Warnf(f string, a ...any)  { l.add("warn", f, a) }
+func (l *keeperLog) Debugf(f string, a ...any) { l.add("debug", f, a) }
+func (l *keeperLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// A server that refuses collMod by key pattern is asked again by the
+// index's name, as listIndexes gives it: the TTL changes in place,
+// lowered, raised or given to a plain index. On the test server, which
+// refuses collMod in every form (and TTL indexes: the index is a plain
+// one there), both forms are tried and one warning says so, however often
+// the collection is prepared.
+func TestTTLChangedByNameWhenKeyPatternRefused(t *testing.T) {
+	const day = 24 * 3600
+	for _, c := range []struct {
+		name     string
+		from, to int64 // expireAfterSeconds; from 0: a plain index
+	}{{"lowered", 7 * day, 3 * day}, {"raised", 3 * day, 7 * day}, {"plain index", 0, 3 * day}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newDBEnv(t)
+			ctx := context.Background()
+			ix := mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}}}
+			if e.srv.Real && c.from > 0 {
+				ix.Options = options.Index().SetExpireAfterSeconds(int32(c.from))
+			}
+			if _, err := e.db.Collection("logs").Indexes().CreateOne(ctx, ix); err != nil {
+				t.Fatal(err)
+			}
+			kctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			var log keeperLog
+			k := layout.NewKeeper(kctx, e.db, &log, layout.Limits{BurstLimit: 1000})
+			refuser := &keyPatternRefused{}
+			k.WrapRunner(func(next layout.Runner) layout.Runner { refuser.next = next; return refuser })
+			spec := layout.Spec{TTLField: "expireAt", TTL: time.Duration(c.to) * time.Second}
+			for range 2 {
+				if err := k.Prepare(ctx, "logs", spec); err != nil {
+					t.Fatal(err)
+				}
+				k.Wait()
+			}
+			mods := refuser.collMods()
+			if e.srv.Real {
+				// The second Prepare finds the TTL changed: no collMod.
+				if len(mods) != 2 {
+					t.Fatalf("collMod sent with %v, want by key pattern then by name, once\n%s", mods, &log)
+				}
+				if got := ttlOf(t, e, "expireAt_1"); got == nil || *got != c.to {
+					t.Errorf("index expireAt_1 expires after %v, want %d\n%s", got, c.to, &log)
+				}
+				if !strings.Contains(log.String(), "info changed the TTL of index {expireAt: 1} on logs") || strings.Contains(log.String(), "warn ") {
+					t.Errorf("want the change logged, no warning:\n%s", &log)
+				}
+			} else {
+				if len(mods) != 4 {
+					t.Fatalf("collMod sent with %v, want by key pattern then by name, at each Prepare\n%s", mods, &log)
+				}
+				if got := strings.Count(log.String(), "warn "); got != 1 || !strings.Contains(log.String(), "do not expire by this ttl") {
+					t.Errorf("%d warnings, want one about the ttl:\n%s", got, &log)
+				}
+			}
+			for i, m := range mods {
+				pattern, byPattern := m.Lookup("keyPattern").DocumentOK()
+				name, byName := m.Lookup("name").StringValueOK()
+				switch {
+				case m.Lookup("expireAfterSeconds").AsInt64() != c.to:
+					t.Errorf("collMod %d: %v, want expireAfterSeconds %d", i, m, c.to)
+				case i%2 == 0 && (!byPattern || pattern.String() != `{"expireAt": {"$numberInt":"1"}}`):
+					t.Errorf("collMod %d: %v, want by key pattern {expireAt: 1}", i, m)
+				case i%2 == 1 && (!byName || name != "expireAt_1"):
+					t.Errorf("collMod %d: %v, want by name expireAt_1", i, m)
+				}
+			}
+		})
+	}
+}
+
+// ttlOf is the expireAfterSeconds of the index of logs called name; nil
+// when it has none.
+func ttlOf(t *testing.T, e *env, name string) *int64 {
+	t.Helper()
+	specs, err := e.db.Collection("logs").Indexes().ListSpecifications(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range specs {
+		if s.Name == name && s.ExpireAfterSeconds != nil {
+			v := int64(*s.ExpireAfterSeconds)
+			return &v
+		}
+	}
+	return nil
 }
