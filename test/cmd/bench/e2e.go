@@ -45,21 +45,41 @@ type stored struct {
 // bookkeeping is the ops arrays' share of the buckets' bytes.
 func (st stored) bookkeeping() float64 { return float64(st.opsBytes) / float64(st.docBytes) }
 
-func endToEnd() error {
-	uri, ok := mongotest.External()
-	if !ok {
+// endToEnd writes into the test server (or MONGO_URI) and returns the
+// chunks whose commands exceed the formula (see viaLatency).
+func endToEnd(delay time.Duration) ([]string, error) {
+	uri, external := mongotest.External()
+	if !external {
 		dir, err := os.MkdirTemp("", "bench")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer os.RemoveAll(dir)
 		srv, err := mongotest.StartFerret(dir, "127.0.0.1:0")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer srv.Stop()
 		uri = srv.URI
 	}
+	if err := oneFlush(uri); err != nil {
+		return nil, err
+	}
+	if err := quietSource(uri); err != nil {
+		return nil, err
+	}
+	// The plugin lowers write_batch to 20 on FerretDB v1 (the test
+	// server), which deadlocks on larger batches.
+	batch := 100
+	if !external {
+		batch = 20
+	}
+	return viaLatency(uri, delay, batch)
+}
+
+// oneFlush writes the app chunk in one flush into a fresh collection, in
+// bucket and flat mode, through the sink and through the plugin.
+func oneFlush(uri string) error {
 	w := workloads[0]
 	chunk, err := os.ReadFile(w.file)
 	if err != nil {
@@ -118,7 +138,7 @@ func endToEnd() error {
 	fmt.Printf("bucket vs flat: %.4fx the documents, %.3fx the bytes sent, %.4fx the index entries\n",
 		float64(b.docs)/float64(f.docs), float64(sent[sink.ModeBucket])/float64(sent[sink.ModeFlat]),
 		float64(b.docs*b.indexes)/float64(f.docs*f.indexes))
-	return quietSource(uri)
+	return nil
 }
 
 // quietSource is a host writing a line every 150 ms with Flush set low:

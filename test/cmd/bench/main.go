@@ -1,7 +1,11 @@
-// Command bench measures the plugin side by side in one run and prints one
-// table: the CPU path per chunk against fluent-bit-go's decoder and a plain
-// msgpack skip, then end-to-end writes in bucket and flat mode (documents,
-// round trips, bytes on the wire, index entries). Run it with make bench.
+// Command bench measures the plugin side by side in one run and prints its
+// tables: the CPU path per chunk against fluent-bit-go's decoder and a plain
+// msgpack skip, the commands per chunk beside the formula the writer
+// follows, then end-to-end writes in bucket and flat mode (documents,
+// round trips, bytes on the wire, index entries), and chunk after chunk
+// through a proxy that delays every server reply. It exits 1 when a chunk
+// written with the writer's state costs more commands than the formula.
+// Run it with make bench.
 package main
 
 import (
@@ -51,29 +55,46 @@ func (w workload) chunk() ([]byte, error) {
 
 func main() {
 	e2e := flag.Bool("e2e", true, "also write to the test server (or MONGO_URI)")
+	delay := flag.Duration("latency", 20*time.Millisecond, "the delay the latency proxy adds to every server reply")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the transcode path (every fixture) to this file")
 	flag.Parse()
 	testing.Init()
-	if err := run(*e2e); err != nil {
+	if *profile != "" {
+		if err := profileTranscode(*profile); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+	over, err := run(*e2e, *delay)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if len(over) > 0 {
+		fmt.Fprintf(os.Stderr, "\nbench: FAIL: %d chunk(s) written with the writer's state cost more commands than the formula\n", len(over))
+		fmt.Fprintln(os.Stderr, "(1 lookup + ceil(S/write_batch), S = one update statement per bucket the chunk touches, all sent in one round):")
+		for _, o := range over {
+			fmt.Fprintln(os.Stderr, "  "+o)
+		}
 		os.Exit(1)
 	}
 }
 
-func run(e2e bool) error {
+func run(e2e bool, delay time.Duration) ([]string, error) {
 	fmt.Println("CPU per chunk (5000 records), measured side by side in this run:")
 	fmt.Printf("%-20s %-22s %14s %12s %10s\n", "fixture", "path", "records/s", "allocs/rec", "B/rec")
 	for _, w := range workloads {
 		chunk, err := w.chunk()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n, err := parser.CountRecords(chunk)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opt, err := sinkOptions(w, sink.ModeBucket)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		results := map[string]testing.BenchmarkResult{
 			"transcode":            testing.Benchmark(func(b *testing.B) { transcode(b, opt, w.tag, chunk) }),
@@ -89,12 +110,12 @@ func run(e2e bool) error {
 		fmt.Printf("%-20s transcode is %.1fx the baseline, floor is %.1fx transcode\n", w.name, t/bl, fl/t)
 	}
 	if err := commandsPerChunk(); err != nil {
-		return err
+		return nil, err
 	}
 	if !e2e {
-		return nil
+		return nil, nil
 	}
-	return endToEnd()
+	return endToEnd(delay)
 }
 
 func rate(r testing.BenchmarkResult, records int) float64 {
@@ -158,15 +179,14 @@ func (c *countingStore) InsertMany(context.Context, string, []bson.Raw) error {
 }
 
 // commandsPerChunk prints the commands one flush of each bucket workload
-// sends into an empty collection, by write_batch. Each round of writes
-// takes the next bucket of every group, so a chunk of one-bucket groups
-// (trace grouping) costs ceil(buckets / write_batch) update commands and
-// one lookup of earlier attempts; a group that fills several buckets in
-// one chunk adds a round per bucket.
+// sends into an empty collection, by write_batch, beside the formula
+// (formula.go): the lookup and ceil(S / write_batch) update commands, S
+// computed from the chunk's records.
 func commandsPerChunk() error {
-	fmt.Println("\nCommands per chunk (bucket mode, into an empty collection; e2e tests count the same with the driver's command monitor):")
-	fmt.Printf("%-20s %12s %8s %8s %15s %26s\n", "fixture", "write_batch", "groups", "buckets", "commands/chunk", "ceil(buckets/batch)+1")
-	for _, w := range workloads[:2] {
+	fmt.Println("\nCommands per chunk (bucket mode, into an empty collection; e2e tests count the same with the driver's command monitor);")
+	fmt.Println("S is the update statements the chunk's buckets need, computed from its records; formula = 1 (the lookup) + ceil(S/write_batch):")
+	fmt.Printf("%-20s %12s %8s %8s %11s %15s %8s\n", "fixture", "write_batch", "groups", "S", "statements", "commands/chunk", "formula")
+	for _, w := range workloads[:3] {
 		chunk, err := w.chunk()
 		if err != nil {
 			return err
@@ -177,6 +197,11 @@ func commandsPerChunk() error {
 				return err
 			}
 			opt.WriteBatch = batch
+			plan, err := newPlanner(opt)
+			if err != nil {
+				return err
+			}
+			stmts, _ := plan.statements(w.tag, chunk)
 			var store countingStore
 			s, err := sink.New(opt, &store, writer.DefaultRetry, quiet{})
 			if err != nil {
@@ -186,8 +211,8 @@ func commandsPerChunk() error {
 			if res.Status != sink.Done {
 				return res.Err
 			}
-			fmt.Printf("%-20s %12d %8d %8d %15d %26d\n", w.name, batch, res.Groups, store.statements, store.commands,
-				(store.statements+batch-1)/batch+1)
+			fmt.Printf("%-20s %12d %8d %8d %11d %15d %8d\n", w.name, batch, res.Groups, stmts, store.statements, store.commands,
+				plan.formula(stmts, batch))
 		}
 	}
 	return nil
