@@ -220,8 +220,7 @@ type Job struct {
 // retried; the outcomes then say what was achieved before it.
 //
 // The writes go out in rounds: each round takes the next write of every
-// group not done (of a group whose records fill several buckets, one per
-// bucket: see lanes) and sends them as unordered commands of up to WriteBatch
+// group not done and sends them as unordered commands of up to WriteBatch
 // statements per collection, up to the store's concurrency. Each statement
 // keeps its own outcome: a duplicate key re-plans its group, a write
 // conflict or a timeout repeats it, and a statement whose outcome the reply
@@ -245,11 +244,12 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 		return nil, err
 	}
 	js := jobs(stored)
-	byJob := make([][]*groupWrite, len(js))
-	var ws []*groupWrite
+	ws := make([]*groupWrite, len(js))
 	defer func() {
 		for _, w := range ws {
-			w.putBuffer()
+			if w != nil {
+				w.putBuffer()
+			}
 		}
 	}()
 	for i, j := range js {
@@ -257,70 +257,14 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 		if st == nil {
 			return make([]Outcome, len(js)), fmt.Errorf("writing group %s: not among the chunk's groups", j.Group.ID)
 		}
-		byJob[i] = b.laneWrites(chunkID, j, st)
-		ws = append(ws, byJob[i]...)
+		ws[i] = b.newGroupWrite(chunkID, j, st)
 	}
 	err = b.rounds(ctx, ws)
 	outs := make([]Outcome, len(js))
-	for i, lw := range byJob {
-		outs[i] = laneOutcome(lw, held[b.groupKey(js[i].Group)])
+	for i, w := range ws {
+		outs[i] = w.outcome()
 	}
 	return outs, err
-}
-
-// laneWrites are the writes of job j: one per bucket its records fill (see
-// lanes), each on a state of its own, or one on the group's state when an
-// earlier attempt was searching for content the server refuses.
-func (b *Buckets) laneWrites(chunkID string, j Job, st *groupState) []*groupWrite {
-	if j.Limit > 0 || len(j.Drops) > 0 {
-		return []*groupWrite{b.newGroupWrite(chunkID, j, st)}
-	}
-	plan := b.sizing(j.Group).split(j.Recs, st.seq, st.count, st.bytes)
-	if len(plan) < 2 {
-		return []*groupWrite{b.newGroupWrite(chunkID, j, st)}
-	}
-	l := &lanes{took: map[[2]int]bool{}}
-	ws := make([]*groupWrite, len(plan))
-	for i, p := range plan {
-		own := &groupState{seq: p.seq, count: p.count, bytes: p.bytes, known: st.known}
-		if i == 0 {
-			own.values = st.values
-		}
-		ws[i] = b.newGroupWrite(chunkID, Job{Group: j.Group, Recs: p.recs}, own)
-		ws[i].lanes = l
-	}
-	return ws
-}
-
-// laneOutcome is what the lanes of one job achieved, in one Outcome; the
-// group's state moves to the furthest bucket a lane saw.
-func laneOutcome(ws []*groupWrite, st *groupState) Outcome {
-	if len(ws) == 1 {
-		return ws[0].outcome()
-	}
-	var out Outcome
-	far := ws[0].st
-	for _, w := range ws {
-		o := w.outcome()
-		out.Stored += o.Stored
-		out.Created += o.Created
-		out.Poison = append(out.Poison, o.Poison...)
-		if o.Limit > 0 && (out.Limit == 0 || o.Limit < out.Limit) {
-			out.Limit = o.Limit
-		}
-		for i, n := range o.Drops {
-			if out.Drops == nil {
-				out.Drops = map[int]int{}
-			}
-			out.Drops[i] = n
-		}
-		if w.st.seq > far.seq || w.st.seq == far.seq && w.st.count > far.count {
-			far = w.st
-		}
-	}
-	sort.Slice(out.Poison, func(i, j int) bool { return out.Poison[i].Index < out.Poison[j].Index })
-	st.seq, st.count, st.bytes, st.known, st.values = far.seq, far.count, far.bytes, far.known, far.values
-	return out
 }
 
 // lock takes the states of groups, by groupKey, and returns those it holds,

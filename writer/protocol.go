@@ -146,72 +146,6 @@ type sizing struct {
 	extra                int // the bytes per entry of its counted values
 }
 
-// fit is how many of recs the next write takes into a bucket holding count
-// entries of bytes bytes, at most limit when above 0.
-func (z sizing) fit(recs []*parser.Record, count, bytes, limit int) int {
-	room := z.maxRecords - count
-	if limit > 0 {
-		room = min(room, limit)
-	}
-	return bucketer.Fit(recs, room, z.maxBytes-z.header-bytes-opElemBytes, z.extra+1)
-}
-
-// split plans, from the bucket a group is filling (seq, holding count
-// entries of bytes bytes), every bucket recs will fill: the current one
-// topped up, then new ones. Each part is one lane (see lanes). A record
-// that fits no empty bucket ends the plan: it and the records after it go
-// in the last part, whose write parks it.
-func (z sizing) split(recs []*parser.Record, seq, count, bytes int) []lanePlan {
-	var plan []lanePlan
-	for len(recs) > 0 {
-		k := z.fit(recs, count, bytes, 0)
-		switch {
-		case k == 0 && count > 0:
-			seq, count, bytes = seq+1, 0, 0
-			continue
-		case k == 0:
-			k = len(recs)
-		}
-		plan = append(plan, lanePlan{seq: seq, count: count, bytes: bytes, recs: recs[:k]})
-		recs = recs[k:]
-		seq, count, bytes = seq+1, 0, 0
-	}
-	return plan
-}
-
-// lanePlan is the part of a group's records one lane writes, starting at
-// bucket seq holding count entries of bytes bytes.
-type lanePlan struct {
-	seq, count, bytes int
-	recs              []*parser.Record
-}
-
-// lanes are the writes of one group's records made at once, each into the
-// bucket it planned (split): they go out in one round, where one write at a
-// time would take a round per bucket. Each lane is a full group write on a
-// state of its own (a hint, as every state is: a lane that finds its
-// bucket taken reads it and moves on like a second writer would), and
-// three rules keep the lanes of one chunk from mistaking each other's
-// entries for their own, all of them tagged with the chunk:
-//   - a lane in doubt (a write of it may have been applied) is resolved
-//     before any other lane of the group plans a write (rounds: plan);
-//   - two lanes never write into one bucket in one round (plan);
-//   - a position another lane took (stored or found its write at) is not
-//     this lane's earlier write, whatever entries it holds (taken).
-type lanes struct {
-	took map[[2]int]bool // {seq, count} of the writes taken as stored
-}
-
-// take records that a lane's write at bucket seq, position count, applied.
-func (l *lanes) take(seq, count int) {
-	if l != nil {
-		l.took[[2]int{seq, count}] = true
-	}
-}
-
-// taken reports whether a lane's write applied at bucket seq, position count.
-func (l *lanes) taken(seq, count int) bool { return l != nil && l.took[[2]int{seq, count}] }
-
 // groupProto is the state of one group's write: plain data, changed only
 // by next.
 type groupProto struct {
@@ -236,7 +170,6 @@ type groupProto struct {
 	cause error // why a record in doubt is to be parked, once read
 	phase phase
 	out   Outcome
-	lanes *lanes // the group's lanes, nil when the group has one
 }
 
 func newGroupProto(st *groupState, size sizing, j Job) groupProto {
@@ -305,13 +238,6 @@ func (m *groupProto) outOfTurn(e event) action {
 	return action{kind: actFail, err: fmt.Errorf("bucket write: %T while waiting in phase %d", e, m.phase)}
 }
 
-// inDoubt reports whether a write of the group may have been applied
-// unseen: its next write repeats it.
-func (m *groupProto) inDoubt() bool { return m.doubt && m.p != nil && m.phase != finished }
-
-// hold puts off the write just planned to the next round.
-func (m *groupProto) hold() { m.phase = idle }
-
 // ownCommand reports whether the next write goes in a command of its own.
 func (m *groupProto) ownCommand() bool { return m.alone || m.suspect > 0 }
 
@@ -321,11 +247,11 @@ func (m *groupProto) plan() action {
 	st := m.st
 	for len(m.recs) > 0 {
 		if m.p == nil {
-			limit := 0
+			room := m.size.maxRecords - st.count
 			if m.suspect > 0 {
-				limit = m.limit
+				room = min(room, m.limit)
 			}
-			k := m.size.fit(m.recs, st.count, st.bytes, limit)
+			k := bucketer.Fit(m.recs, room, m.size.maxBytes-m.size.header-st.bytes-opElemBytes, m.size.extra+1)
 			if k == 0 {
 				if st.count == 0 {
 					m.park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
@@ -476,7 +402,6 @@ func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 	st, p := m.st, m.p
 	st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+adds, true
 	st.addValues(vals)
-	m.lanes.take(p.seq, p.count)
 	m.out.Stored += p.n
 	if p.count == 0 {
 		m.out.Created++ // no bucket holds 0 entries: this write inserted it
@@ -489,9 +414,6 @@ func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 // found takes the first n records, which a read found stored by an earlier
 // attempt, as written; the doubt is settled.
 func (m *groupProto) found(n int) {
-	if m.p != nil {
-		m.lanes.take(m.p.seq, m.p.count)
-	}
 	m.out.Stored += n
 	m.recs = m.recs[n:]
 	m.suspect = max(m.suspect-n, 0)

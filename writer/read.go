@@ -197,7 +197,7 @@ func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead
 		r.seq = int(s)
 	}
 	r.count, r.bytes = fill(doc)
-	if r.seq == p.seq && b.cfg.Idempotent && !w.lanes.taken(p.seq, p.count) && tagAt(doc, p.count, w.tag) {
+	if r.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, w.tag) {
 		if _, ok := doc.Lookup(model.Logs).ArrayOK(); !ok {
 			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
 				r.gone, r.err = true, err
