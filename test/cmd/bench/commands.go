@@ -75,23 +75,36 @@ func statementIDs(cmd bson.Raw) []string {
 }
 
 // accounts reports whether an update reply accounts for each of its
-// statements exactly once: every upsert named at its own statement's
-// index, and the matched, upserted and failed statements adding up to all
-// of them. FerretDB v1 names an upsert that follows a matched statement
-// at the wrong index; the writer then trusts only the upserts it names by
-// _id and sends the other statements again alone (the README's bulk
-// writes), which costs commands the formula does not count.
+// statements exactly once, as the writer reads it (writer.Outcomes): each
+// upsert known by the _id it inserted (some servers number upserts among
+// themselves), errors at distinct statements none of them upserted, and
+// the matched, upserted and failed statements adding up to all of them.
+// The writer sends the statements of a reply it cannot trust again alone,
+// which costs commands the formula does not count.
 func accounts(reply bson.Raw, ids []string) bool {
 	n, _ := reply.Lookup("n").AsInt64OK()
 	ups, errs := values(reply, "upserted"), values(reply, "writeErrors")
+	at := map[string]int{}
+	for i, id := range ids {
+		at[id] = i
+	}
+	done := map[int]bool{}
 	for _, u := range ups {
-		i, _ := u.Document().Lookup("index").AsInt64OK()
 		id, _ := u.Document().Lookup("_id").StringValueOK()
-		if i < 0 || i >= int64(len(ids)) || ids[i] != id {
+		i, ok := at[id]
+		if !ok || done[i] {
 			return false
 		}
+		done[i] = true
 	}
-	return int(n)+len(errs) == len(ids)
+	for _, e := range errs {
+		i, ok := e.Document().Lookup("index").AsInt64OK()
+		if !ok || i < 0 || i >= int64(len(ids)) || done[int(i)] {
+			return false
+		}
+		done[int(i)] = true
+	}
+	return int(n)+len(errs) == len(ids) && len(at) == len(ids)
 }
 
 // values is the array under key in doc; none when there is no such array.

@@ -84,8 +84,8 @@ func viaLatency(uri string, delay time.Duration, batch int) ([]string, error) {
 		}
 	}
 	if untrusted {
-		fmt.Println("* a reply named an upsert at the wrong statement (FerretDB v1 does, when an upsert follows a matched")
-		fmt.Println("  statement in one command): the writer sent statements again alone; such chunks are not checked")
+		fmt.Println("* an update reply did not account for each statement once: the writer sent statements again")
+		fmt.Println("  alone; such chunks are not checked")
 	}
 	return over, nil
 }
