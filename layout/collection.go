@@ -199,7 +199,8 @@ func (k *Keeper) shard(ctx context.Context, coll string, key bson.D) error {
 
 // create creates coll with the options of s, when it has any and coll does
 // not exist. Options the server refuses are dropped with a warning, except
-// capping, without which the collection must not be written.
+// capping, without which the collection must not be written. Options the
+// server accepts and ignores get a warning too (checkCreated).
 func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 	capped := options.CreateCollection()
 	if s.CappedSize > 0 {
@@ -229,19 +230,52 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 	if exists(err) {
 		return nil
 	}
+	asked := s
 	if errclass.Of(err).Refusal() && len(extras) > 0 {
 		k.warnOnce("create\x00"+coll, "the server refused to create %s with %s: %v (created without them)", coll, strings.Join(extras, ", "), err)
-		err = nil
-		if s.CappedSize > 0 {
-			if err = k.db.CreateCollection(ctx, coll, capped); exists(err) {
-				err = nil
-			}
+		if s.CappedSize == 0 {
+			return nil
+		}
+		asked = Spec{CappedSize: s.CappedSize, CappedMax: s.CappedMax}
+		if err = k.db.CreateCollection(ctx, coll, capped); exists(err) {
+			return nil
 		}
 	}
 	if err != nil && s.CappedSize > 0 {
 		return &Required{Err: fmt.Errorf("creating capped collection %s: %w", coll, err)}
 	}
+	if err == nil {
+		k.checkCreated(ctx, coll, asked)
+	}
 	return err
+}
+
+// checkCreated reads back the options coll was just created with (s's)
+// and warns once per collection and option the server accepted but
+// dropped: some MongoDB-compatible servers ignore them silently.
+func (k *Keeper) checkCreated(ctx context.Context, coll string, s Spec) {
+	specs, err := k.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: coll}})
+	if err != nil || len(specs) != 1 {
+		k.log.Debugf("reading back the options of %s: %d collections, %v", coll, len(specs), err)
+		return
+	}
+	got := specs[0].Options
+	has := func(key string) bool { _, err := got.LookupErr(key); return err == nil }
+	dropped := func(option, format string, args ...any) {
+		k.warnOnce("created\x00"+coll+"\x00"+option, format, args...)
+	}
+	if capped, _ := got.Lookup("capped").BooleanOK(); s.CappedSize > 0 && !capped {
+		dropped("capped", "the server created capped collection %s uncapped: it grows without bound; writing goes on "+
+			"(capped_size %d bytes is ignored by this server: bound the collection with ttl or partition_keep instead)", coll, s.CappedSize)
+	} else if s.CappedMax > 0 && !has("max") {
+		dropped("max", "the server created capped collection %s without its document limit (capped_max %d): only its size bounds it", coll, s.CappedMax)
+	}
+	if s.Validator != nil && !has("validator") {
+		dropped("validator", "the server created %s without its validator (validate on): documents are stored unchecked", coll)
+	}
+	if s.Compression != "" && !has("storageEngine") {
+		dropped("storageEngine", "the server created %s without compression %s: the server's default compression applies", coll, s.Compression)
+	}
 }
 
 // exists reports whether err says the collection exists already.

@@ -162,7 +162,9 @@ func TestLookupIndex(t *testing.T) {
 	}
 }
 
-// capped_size (flat mode) creates the collection capped before writing.
+// capped_size (flat mode) creates the collection capped before writing. A
+// server that accepts the capped create and ignores it (listCollections
+// shows the collection uncapped) gets one warning: never a silent success.
 func TestCappedFlat(t *testing.T) {
 	e := newEnv(t)
 	e.init("c", e.props("mode", "flat", "capped_size", "64M"))
@@ -172,8 +174,16 @@ func TestCappedFlat(t *testing.T) {
 	if err != nil || len(specs) != 1 {
 		t.Fatalf("collection specs %v, %v", specs, err)
 	}
-	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); !capped {
-		t.Errorf("logs is not capped: %v", specs[0].Options)
+	const uncapped = "the server created capped collection logs uncapped: it grows without bound"
+	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); capped {
+		if size := specs[0].Options.Lookup("size").AsInt64(); size < 64<<20 {
+			t.Errorf("logs is capped at %d bytes, want 64M", size)
+		}
+		if strings.Contains(e.host.Stderr(), uncapped) {
+			t.Errorf("logs is capped, and a warning says it is not:\n%s", e.host.Stderr())
+		}
+	} else if !waitLog(e.host, uncapped) || strings.Count(e.host.Stderr(), uncapped) != 1 {
+		t.Errorf("the server ignored capped_size (options %v): want one warning saying so:\n%s", specs[0].Options, e.host.Stderr())
 	}
 	if n := len(e.all("logs")); n != 5000 {
 		t.Errorf("%d documents, want 5000", n)

@@ -354,8 +354,8 @@ func TestTTLRules(t *testing.T) {
 // dead_letter_ttl gives the dead-letter collection its own TTL index on
 // parkedAt; partition week writes to ISO-week collections; capped_max,
 // compression and validate go into the collections' creation, and a server
-// that refuses an option gets one warning per collection while every
-// record is stored.
+// that refuses an option gets one warning per collection, one that drops
+// an option one per option, while every record is stored.
 func TestCollectionOptions(t *testing.T) {
 	t.Run("dead letters and weeks", func(t *testing.T) {
 		e := newDBEnv(t)
@@ -425,8 +425,22 @@ func TestCollectionOptions(t *testing.T) {
 			if got := strings.ReplaceAll(req.String(), " ", ""); !strings.Contains(got, strings.Trim(want, "[]")) {
 				t.Errorf("%s: required %s, want %s", mode, got, want)
 			}
-			if got := strings.Count(log.String(), "refused to create logs"); got > 1 {
-				t.Errorf("%s: %d warnings about logs's options, want at most one:\n%s", mode, got, log)
+			refused := strings.Count(log.String(), "refused to create logs")
+			if refused > 1 {
+				t.Errorf("%s: %d warnings about logs's options, want at most one:\n%s", mode, refused, log)
+			}
+			// An option the server took and dropped (listCollections does
+			// not show it) gets a warning of its own.
+			specs, err := e.db.ListCollectionSpecifications(context.Background(), bson.D{{Key: "name", Value: "logs"}})
+			if err != nil || len(specs) != 1 {
+				t.Fatalf("%s: collection specs %v, %v", mode, specs, err)
+			}
+			for option, warning := range map[string]string{"validator": "created logs without its validator", "storageEngine": "created logs without compression zstd"} {
+				_, lookup := specs[0].Options.LookupErr(option)
+				kept := lookup == nil
+				if n := strings.Count(log.String(), warning); kept && n != 0 || !kept && refused == 0 && n != 1 {
+					t.Errorf("%s: %s kept %v, %d warnings %q:\n%s", mode, option, kept, n, warning, log)
+				}
 			}
 			n := len(e.all("logs"))
 			if mode == "bucket" {
