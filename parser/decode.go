@@ -438,6 +438,8 @@ func InRange(t time.Time) bool { return !t.Before(MinTime) && !t.After(MaxTime) 
 
 // entry writes the entry document of one record whose body map (n pairs)
 // starts at r. A non-empty reason means the record is bad; r is then past it.
+// The loop over the fields and the document's end stay in this one function,
+// without a call per record: only rarer steps are functions of their own.
 func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Prefix, idx int, b *Batch) (Record, string, error) {
 	rec := Record{Time: ts}
 	docStart, dst := bsoncore.ReserveLength(b.arena)
@@ -449,34 +451,15 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 	}
 	w := &b.w
 	*w = writer{d: d, dst: dst, frames: w.frames[:0]}
-	if reason, err := w.body(r, n, &rec); reason != "" || err != nil {
-		return rec, reason, err
-	}
-	return w.finish(b, docStart, timeAt, meta, rec)
-}
-
-// body writes the n fields of a record body that starts at r: the line
-// under ParseKey parsed, the fields selected, typed as Types says. A
-// non-empty reason means the record is bad; r is then past it.
-func (w *writer) body(r *reader, n int, rec *Record) (string, error) {
-	d := w.d
-	var depthErr error
 	for i := 0; i < n; i++ {
 		key, err := w.readKey(r)
 		if err != nil {
-			return "", err
-		}
-		if depthErr != nil {
-			// Keep reading to find the record's end.
-			if err := r.skip(); err != nil {
-				return "", err
-			}
-			continue
+			return rec, "", err
 		}
 		if d.opt.Line != nil && string(key) == d.opt.ParseKey {
-			handled, err := w.parseLine(r, key, rec)
+			handled, err := w.parseLine(r, key, &rec)
 			if err != nil {
-				return "", err
+				return rec, "", err
 			}
 			if handled {
 				continue
@@ -485,14 +468,14 @@ func (w *writer) body(r *reader, n int, rec *Record) (string, error) {
 		keep, inc, exc := selectKey(key, d.include, d.exclude)
 		if !keep {
 			if err := r.skip(); err != nil {
-				return "", err
+				return rec, "", err
 			}
 			continue
 		}
 		if kind, ok := d.types.get(key); ok && kind != KindString {
 			typed, err := w.typedField(r, key, kind)
 			if err != nil {
-				return "", err
+				return rec, "", err
 			}
 			if typed {
 				continue
@@ -501,15 +484,38 @@ func (w *writer) body(r *reader, n int, rec *Record) (string, error) {
 		typeAt := w.element(key, true)
 		if err := w.value(r, typeAt, inc, exc, 1); err != nil {
 			if !errors.Is(err, errTooDeep) {
-				return "", err
+				return rec, "", err
 			}
-			depthErr = err
+			// Read on to the record's end.
+			if serr := w.skipFields(r, n-i-1); serr != nil {
+				return rec, "", serr
+			}
+			return rec, "record body is " + err.Error(), nil
 		}
 	}
-	if depthErr != nil {
-		return "record body is " + depthErr.Error(), nil
+	if d.opt.KeepMetadata && meta != nil {
+		if reason := w.metadata(meta); reason != "" {
+			return rec, reason, nil
+		}
 	}
-	return "", nil
+	dst = append(w.dst, 0)
+	size := len(dst) - int(docStart)
+	if size > d.maxBytes {
+		return rec, fmt.Sprintf("record of %d bytes exceeds the %d-byte limit", size, d.maxBytes), nil
+	}
+	dst = bsoncore.UpdateLength(dst, docStart, int32(size))
+	if w.hasLogTime && d.opt.TimeFromLog {
+		if !InRange(w.logTime) {
+			return rec, outOfRange(w.logTime.Format(time.RFC3339Nano)), nil
+		}
+		rec.Time = w.logTime.UTC()
+		binary.LittleEndian.PutUint64(dst[timeAt:], uint64(rec.Time.UnixMilli()))
+	}
+	b.arena = dst
+	// Cap the slice at the document's end, so an append to one record's
+	// document cannot overwrite the next one in the arena.
+	rec.Doc = bsoncore.Document(dst[docStart:len(dst):len(dst)])
+	return rec, "", nil
 }
 
 // typedField writes the field key converted to kind when its value at r is
@@ -533,36 +539,28 @@ func (w *writer) typedField(r *reader, key []byte, kind Kind) (bool, error) {
 	return false, nil
 }
 
-// finish ends the record document that starts at docStart in w.dst: the
-// metadata, the size limit and, with TimeFromLog, the line's time written
-// over the entry time at timeAt. The document then ends the arena.
-func (w *writer) finish(b *Batch, docStart int32, timeAt int, meta []byte, rec Record) (Record, string, error) {
-	d := w.d
-	if d.opt.KeepMetadata && meta != nil {
-		mr := reader{buf: meta}
-		typeAt := w.element([]byte("_meta"), false)
-		if err := w.value(&mr, typeAt, nil, nil, 1); err != nil {
-			return rec, "record metadata is " + err.Error(), nil
+// skipFields reads past the next n key-value pairs of a map.
+func (w *writer) skipFields(r *reader, n int) error {
+	for ; n > 0; n-- {
+		if _, err := w.readKey(r); err != nil {
+			return err
+		}
+		if err := r.skip(); err != nil {
+			return err
 		}
 	}
-	dst := append(w.dst, 0)
-	size := len(dst) - int(docStart)
-	if size > d.maxBytes {
-		return rec, fmt.Sprintf("record of %d bytes exceeds the %d-byte limit", size, d.maxBytes), nil
+	return nil
+}
+
+// metadata writes the record's metadata under _meta; a non-empty reason
+// means it cannot be stored.
+func (w *writer) metadata(meta []byte) string {
+	mr := reader{buf: meta}
+	typeAt := w.element([]byte("_meta"), false)
+	if err := w.value(&mr, typeAt, nil, nil, 1); err != nil {
+		return "record metadata is " + err.Error()
 	}
-	dst = bsoncore.UpdateLength(dst, docStart, int32(size))
-	if w.hasLogTime && d.opt.TimeFromLog {
-		if !InRange(w.logTime) {
-			return rec, outOfRange(w.logTime.Format(time.RFC3339Nano)), nil
-		}
-		rec.Time = w.logTime.UTC()
-		binary.LittleEndian.PutUint64(dst[timeAt:], uint64(rec.Time.UnixMilli()))
-	}
-	b.arena = dst
-	// Cap the slice at the document's end, so an append to one record's
-	// document cannot overwrite the next one in the arena.
-	rec.Doc = bsoncore.Document(dst[docStart:len(dst):len(dst)])
-	return rec, "", nil
+	return ""
 }
 
 // keyBytes returns the bytes of a map key. Keys that are not strings are

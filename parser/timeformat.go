@@ -105,106 +105,94 @@ func (f *TimeFormat) IsDefault() bool { return f == nil || f.items == nil }
 
 // Parse reads s as a time in UTC without allocating. A time outside years
 // 1 to 9999 (year 0, or a zone moving year 1 or 9999 past its end) is not
-// a time.
+// a time. The fields are locals, not a struct, so that they stay in
+// registers: Parse runs for every line that has a time format.
 func (f *TimeFormat) Parse(s string) (time.Time, bool) {
 	if f.IsDefault() {
 		t, ok := parseLineTime(s)
 		return t, ok && InRange(t)
 	}
-	p := timeParts{year: -1, month: -1, day: -1, yday: -1}
+	var (
+		year, month, day, yday  = -1, -1, -1, -1
+		hour, minute, sec, nsec int
+		offset                  int
+		epoch                   int64
+		hasEpoch, ok            bool
+	)
 	for _, it := range f.items {
-		var ok bool
-		if s, ok = p.scan(it, s); !ok {
+		switch it.verb {
+		case 0:
+			if !strings.HasPrefix(s, it.lit) {
+				return time.Time{}, false
+			}
+			s = s[len(it.lit):]
+			continue
+		case ' ':
+			s = strings.TrimLeft(s, " \t")
+			continue
+		case 'Y':
+			year, s, ok = scanNum(s, 4, 0, 9999)
+		case 'y':
+			year, s, ok = scanYear2(s)
+		case 'm':
+			month, s, ok = scanNum(s, 2, 1, 12)
+		case 'b':
+			month, s, ok = scanName(s, monthNames)
+		case 'a':
+			_, s, ok = scanName(s, weekdayNames)
+		case 'e':
+			day, s, ok = scanNum(strings.TrimPrefix(s, " "), 2, 1, 31)
+		case 'd':
+			day, s, ok = scanNum(s, 2, 1, 31)
+		case 'j':
+			yday, s, ok = scanNum(s, 3, 1, 366)
+		case 'H':
+			hour, s, ok = scanNum(s, 2, 0, 23)
+		case 'M':
+			minute, s, ok = scanNum(s, 2, 0, 59)
+		case 'S':
+			sec, s, ok = scanNum(s, 2, 0, 59)
+		case 'L':
+			if ok = s != "" && isDigit(s[0]); ok {
+				nsec, s = scanFraction(s)
+			}
+		case 'z':
+			offset, s, ok = scanOffset(s)
+		case 'Z':
+			if s, ok = scanUTCName(s); ok {
+				offset = 0
+			}
+		case 's':
+			epoch, s, ok = scanEpoch(s)
+			hasEpoch = ok
+		}
+		if !ok {
 			return time.Time{}, false
 		}
 	}
-	if s != "" {
+	switch {
+	case s != "":
 		return time.Time{}, false
-	}
-	return p.time()
-}
-
-// timeParts are the fields a format read; -1 is a date field not read.
-type timeParts struct {
-	year, month, day, yday  int
-	hour, minute, sec, nsec int
-	offset                  int // seconds east of UTC
-	epoch                   int64
-	hasEpoch                bool
-}
-
-// scan reads the text of one format item from the start of s into p and
-// returns the rest.
-func (p *timeParts) scan(it timeItem, s string) (string, bool) {
-	var ok bool
-	switch it.verb {
-	case 0:
-		if !strings.HasPrefix(s, it.lit) {
-			return s, false
-		}
-		return s[len(it.lit):], true
-	case ' ':
-		return strings.TrimLeft(s, " \t"), true
-	case 'Y':
-		p.year, s, ok = scanNum(s, 4, 0, 9999)
-	case 'y':
-		p.year, s, ok = scanYear2(s)
-	case 'm':
-		p.month, s, ok = scanNum(s, 2, 1, 12)
-	case 'b':
-		p.month, s, ok = scanName(s, monthNames)
-	case 'a':
-		_, s, ok = scanName(s, weekdayNames)
-	case 'e':
-		if s != "" && s[0] == ' ' {
-			s = s[1:]
-		}
-		p.day, s, ok = scanNum(s, 2, 1, 31)
-	case 'd':
-		p.day, s, ok = scanNum(s, 2, 1, 31)
-	case 'j':
-		p.yday, s, ok = scanNum(s, 3, 1, 366)
-	case 'H':
-		p.hour, s, ok = scanNum(s, 2, 0, 23)
-	case 'M':
-		p.minute, s, ok = scanNum(s, 2, 0, 59)
-	case 'S':
-		p.sec, s, ok = scanNum(s, 2, 0, 59)
-	case 'L':
-		if ok = s != "" && isDigit(s[0]); ok {
-			p.nsec, s = scanFraction(s)
-		}
-	case 'z':
-		p.offset, s, ok = scanOffset(s)
-	case 'Z':
-		if s, ok = scanUTCName(s); ok {
-			p.offset = 0
-		}
-	case 's':
-		if p.epoch, s, ok = scanEpoch(s); ok {
-			p.hasEpoch = true
-		}
-	}
-	return s, ok
-}
-
-// time is the time p gives: its epoch seconds, or its date (a day of the
-// year, %j, checked against the year's length) and clock.
-func (p *timeParts) time() (time.Time, bool) {
-	if p.hasEpoch {
-		t := time.Unix(p.epoch, int64(p.nsec)).UTC()
+	case hasEpoch:
+		t := time.Unix(epoch, int64(nsec)).UTC()
 		return t, InRange(t)
 	}
-	month, day := p.month, p.day
+	return dateTime(year, month, day, yday, hour, minute, sec, nsec, offset)
+}
+
+// dateTime is the time of a date and a clock read by a format; month and
+// day are -1 when the format gives the day of the year (%j), which is
+// checked against the year's length.
+func dateTime(year, month, day, yday, hour, minute, sec, nsec, offset int) (time.Time, bool) {
 	if month < 0 || day < 0 {
-		jan1 := time.Date(p.year, time.January, 1, 0, 0, 0, 0, time.UTC)
-		t := jan1.AddDate(0, 0, p.yday-1)
-		if t.Year() != p.year {
+		jan1 := time.Date(year, time.January, 1, 0, 0, 0, 0, time.UTC)
+		t := jan1.AddDate(0, 0, yday-1)
+		if t.Year() != year {
 			return time.Time{}, false
 		}
 		month, day = int(t.Month()), t.Day()
 	}
-	t, ok := civilTime(p.year, time.Month(month), day, p.hour, p.minute, p.sec, p.nsec, p.offset)
+	t, ok := civilTime(year, time.Month(month), day, hour, minute, sec, nsec, offset)
 	return t, ok && InRange(t)
 }
 
