@@ -78,11 +78,7 @@ func queryCommand(env Env) *cobra.Command {
 			return err
 		}
 		if n == 0 && len(q.Conds) > 0 {
-			unknown, seen, err := r.UnknownFields(cmd.Context(), q)
-			if err == nil && len(unknown) > 0 {
-				return fmt.Errorf("no record matches, and none of the records of the range has %s; the records have: %s",
-					strings.Join(unknown, ", "), strings.Join(seen, ", "))
-			}
+			return unknownFields(cmd, r, q)
 		}
 		return nil
 	}
@@ -100,6 +96,17 @@ func queryCommand(env Env) *cobra.Command {
 		_ = cmd.Flags().MarkHidden(g.name)
 	}
 	return cmd
+}
+
+// unknownFields explains a query that matched nothing by the fields its
+// conditions name that no record of the range has, if any.
+func unknownFields(cmd *cobra.Command, r *mongolog.Reader, q mongolog.Query) error {
+	unknown, seen, err := r.UnknownFields(cmd.Context(), q)
+	if err == nil && len(unknown) > 0 {
+		return fmt.Errorf("no record matches, and none of the records of the range has %s; the records have: %s",
+			strings.Join(unknown, ", "), strings.Join(seen, ", "))
+	}
+	return nil
 }
 
 // followLag is --lag, or the default of the target's configuration.
