@@ -77,7 +77,7 @@ func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
 		// Counting what expires at once reads the collection: in the
 		// background, so that a large one never holds up writes.
 		k.background(coll, "ttl", func(ctx context.Context) {
-			n, err := k.db.Collection(coll).CountDocuments(ctx, expiredBy(s.TTLField, want, time.Now()))
+			n, err := k.db.Collection(coll).CountDocuments(ctx, ExpiredBy(s.TTLField, time.Duration(want)*time.Second, time.Now()))
 			if err != nil {
 				if ctx.Err() == nil {
 					k.log.Warnf("counting the documents of %s a TTL of %ds expires: %v (the index keeps its TTL until the next start)", coll, want, err)
@@ -110,10 +110,15 @@ func (k *Keeper) settle(coll string, err error) {
 	k.log.Warnf("%v (tried again at the next start)", err)
 }
 
-// expiredBy selects the documents a TTL of want seconds expires at now.
-func expiredBy(field string, want int64, now time.Time) bson.D {
-	cutoff := now.Add(-time.Duration(want) * time.Second)
-	return bson.D{{Key: field, Value: bson.D{{Key: "$lt", Value: cutoff}}}}
+// ExpiredBy is the filter of the documents that a TTL index on field with
+// an expireAfterSeconds of ttl has expired at now: those whose field holds
+// a date before now minus ttl. A date compares only with dates, so a
+// document whose field is a number or a string, or that has no field,
+// never matches (a TTL index never deletes those either). The plugin
+// counts and deletes by it before lowering a TTL; mongolog doctor counts
+// by it what a change would expire at once and the backlog.
+func ExpiredBy(field string, ttl time.Duration, now time.Time) bson.D {
+	return bson.D{{Key: field, Value: bson.D{{Key: "$lt", Value: now.Add(-ttl)}}}}
 }
 
 // empty reports whether coll is known to hold no document.
@@ -234,7 +239,7 @@ func (k *Keeper) deleteExpired(ctx context.Context, coll, field string, want, to
 	start, last := time.Now(), time.Now()
 	var done int64
 	for {
-		filter := expiredBy(field, want, time.Now())
+		filter := ExpiredBy(field, time.Duration(want)*time.Second, time.Now())
 		cur, err := c.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: model.ID, Value: 1}}).
 			SetSort(bson.D{{Key: field, Value: 1}}).SetLimit(batch))
 		var ids bson.A

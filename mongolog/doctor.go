@@ -198,13 +198,6 @@ func refused(err error) bool {
 	return err != nil && errclass.Of(err).FromServer()
 }
 
-// expiring is the filter of the documents whose field holds a date before
-// at: those a TTL of after expires at at+after. A date compares only with
-// dates, so a number or a string under field never matches.
-func expiring(field string, at time.Time) bson.D {
-	return bson.D{{Key: field, Value: bson.D{{Key: "$lt", Value: at}}}}
-}
-
 // index is one index of a collection, as listIndexes gives it.
 type index struct {
 	name  string
@@ -439,8 +432,10 @@ func (d *Doctor) checkExpireField(ctx context.Context, c *mongo.Collection, t tt
 // checkBacklog counts the documents past their expiry (field + after)
 // by more than two passes of the TTL monitor, and finds the oldest.
 func (d *Doctor) checkBacklog(ctx context.Context, c *mongo.Collection, t ttlTarget, after time.Duration, indexed bool, sleep time.Duration, now time.Time) error {
-	cutoff := now.Add(-after - 2*sleep)
-	n, err := c.CountDocuments(ctx, expiring(t.field, cutoff))
+	// Past their expiry by two passes: what a TTL of after plus two
+	// passes has expired.
+	overdue := layout.ExpiredBy(t.field, after+2*sleep, now)
+	n, err := c.CountDocuments(ctx, overdue)
 	if err != nil {
 		return fmt.Errorf("counting the documents of %s past their expiry: %w", t.coll, err)
 	}
@@ -450,7 +445,7 @@ func (d *Doctor) checkBacklog(ctx context.Context, c *mongo.Collection, t ttlTar
 		return nil
 	}
 	var oldest bson.Raw
-	err = c.FindOne(ctx, expiring(t.field, cutoff), options.FindOne().SetSort(bson.D{{Key: t.field, Value: 1}}).
+	err = c.FindOne(ctx, overdue, options.FindOne().SetSort(bson.D{{Key: t.field, Value: 1}}).
 		SetProjection(bson.D{{Key: t.field, Value: 1}})).Decode(&oldest)
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 		return fmt.Errorf("reading the oldest expired document of %s: %w", t.coll, err)
@@ -549,7 +544,7 @@ func bytesText(b float64) string {
 // ttl_burst_limit decide, as at the plugin's start).
 func (d *Doctor) checkTTLChange(ctx context.Context, c *mongo.Collection, cfg *conf.Config, t ttlTarget, found bool, after *int64, now time.Time) error {
 	want := int64(d.Opt.TTL / time.Second)
-	n, err := c.CountDocuments(ctx, expiring(t.field, now.Add(-d.Opt.TTL)))
+	n, err := c.CountDocuments(ctx, layout.ExpiredBy(t.field, d.Opt.TTL, now))
 	if err != nil {
 		return fmt.Errorf("counting the documents of %s a ttl of %s expires: %w", t.coll, keyDuration(d.Opt.TTL), err)
 	}
