@@ -228,6 +228,7 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 	}
 	err := k.db.CreateCollection(ctx, coll, opts...)
 	if exists(err) {
+		k.checkExisting(ctx, coll, s)
 		return nil
 	}
 	asked := s
@@ -238,6 +239,7 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 		}
 		asked = Spec{CappedSize: s.CappedSize, CappedMax: s.CappedMax}
 		if err = k.db.CreateCollection(ctx, coll, capped); exists(err) {
+			k.checkExisting(ctx, coll, s)
 			return nil
 		}
 	}
@@ -276,6 +278,31 @@ func (k *Keeper) checkCreated(ctx context.Context, coll string, s Spec) {
 	if s.Compression != "" && !has("storageEngine") {
 		dropped("storageEngine", "the server created %s without compression %s: the server's default compression applies", coll, s.Compression)
 	}
+}
+
+// checkExisting warns once per collection when capped_size asks coll
+// capped and it exists already uncapped: created before capped_size was
+// set, or by a server that drops the option. The plugin never converts a
+// collection, so it grows without bound; writing goes on.
+func (k *Keeper) checkExisting(ctx context.Context, coll string, s Spec) {
+	if s.CappedSize == 0 {
+		return
+	}
+	specs, err := k.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: coll}})
+	if err != nil || len(specs) != 1 {
+		k.log.Debugf("reading the options of existing collection %s: %d collections, %v", coll, len(specs), err)
+		return
+	}
+	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); capped {
+		return
+	}
+	limit := ""
+	if s.CappedMax > 0 {
+		limit = fmt.Sprintf(" (convertToCapped sets no document limit: capped_max %d needs a new collection)", s.CappedMax)
+	}
+	k.warnOnce("existing\x00"+coll+"\x00capped", "capped_size: collection %s exists already and is not capped (created without capped_size, or by a server that ignores it): "+
+		"it grows without bound, capped_size %d bytes does not apply to it; writing goes on. To cap it: db.runCommand({convertToCapped: %q, size: %d}) "+
+		"(it locks the database while it copies)%s, or set collection to a new name: the plugin creates that one capped", coll, s.CappedSize, coll, s.CappedSize, limit)
 }
 
 // exists reports whether err says the collection exists already.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -188,4 +189,58 @@ func TestCappedFlat(t *testing.T) {
 	if n := len(e.all("logs")); n != 5000 {
 		t.Errorf("%d documents, want 5000", n)
 	}
+}
+
+// capped_size on a collection that exists already uncapped (created
+// before capped_size was set) gets one warning at start naming the
+// collection, that it is not capped, and what to do; the plugin leaves it
+// as it is and writes every record. A collection the plugin created capped
+// gets no such warning at the next start.
+func TestCappedSizeOnUncappedCollection(t *testing.T) {
+	e := newDBEnv(t)
+	ctx := context.Background()
+	if err := e.db.CreateCollection(ctx, "logs"); err != nil {
+		t.Fatal(err)
+	}
+	const existing = "capped_size: collection logs exists already and is not capped"
+	in, _, log := monitored(t, e, "mode", "flat", "capped_size", "1M")
+	mustDone(t, in.Flush("app.log", recent(t, 50, "a")), log)
+	mustDone(t, in.Flush("app.log", recent(t, 50, "a")), log)
+	in.Exit()
+	warn := regexp.MustCompile(`\[ warn\] .*`+regexp.QuoteMeta(existing)+`.*`).FindAllString(log.String(), -1)
+	if len(warn) != 1 || !strings.Contains(warn[0], `convertToCapped: "logs", size: 1048576`) || !strings.Contains(warn[0], "set collection to a new name") {
+		t.Errorf("want one warning naming logs, not capped, convertToCapped or a new collection:\n%s", log)
+	}
+	if capped := cappedOf(t, e, "logs"); capped {
+		t.Errorf("the plugin converted logs to capped: it must leave an existing collection as it is")
+	}
+	if n := len(e.all("logs")); n != 100 {
+		t.Errorf("%d documents, want 100", n)
+	}
+
+	// Created by the plugin: capped where the server caps, and then no
+	// warning at the next start (a server that drops capped gets both).
+	first, _, log := monitored(t, e, "mode", "flat", "capped_size", "1M", "collection", "fresh")
+	mustDone(t, first.Flush("app.log", recent(t, 10, "a")), log)
+	first.Exit()
+	again, _, log := monitored(t, e, "mode", "flat", "capped_size", "1M", "collection", "fresh")
+	mustDone(t, again.Flush("app.log", recent(t, 10, "a")), log)
+	again.Exit()
+	const fresh = "capped_size: collection fresh exists already and is not capped"
+	if got := strings.Count(log.String(), fresh); cappedOf(t, e, "fresh") && got != 0 {
+		t.Errorf("fresh was created capped, and the next start warns it is not:\n%s", log)
+	} else if !cappedOf(t, e, "fresh") && got != 1 {
+		t.Errorf("the server created fresh uncapped: want one warning at the next start, got %d:\n%s", got, log)
+	}
+}
+
+// cappedOf reports whether listCollections shows coll capped.
+func cappedOf(t *testing.T, e *env, coll string) bool {
+	t.Helper()
+	specs, err := e.db.ListCollectionSpecifications(context.Background(), bson.D{{Key: "name", Value: coll}})
+	if err != nil || len(specs) != 1 {
+		t.Fatalf("collection specs of %s: %v, %v", coll, specs, err)
+	}
+	capped, _ := specs[0].Options.Lookup("capped").BooleanOK()
+	return capped
 }
