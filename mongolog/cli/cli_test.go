@@ -118,6 +118,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"stats", "--bucket_key", "module", "level=error"}, "level is not a bucket_key field (module)"},
 		{[]string{"verify", "extra"}, `unknown command "extra"`},
 		{[]string{"verify", "--to", "later"}, "--to:"},
+		// verify takes stats and count_by as flags (its summaries' fields
+		// without -c) and checks them as the plugin does.
+		{[]string{"verify", "--stats", "a, ,b"}, `stats: invalid value "a, ,b"`},
+		{[]string{"verify", "--count_by", "a."}, `count_by: invalid value "a."`},
 		{[]string{"prune"}, "--older-than is required"},
 		{[]string{"prune", "--older-than", "old"}, "--older-than:"},
 		{[]string{"prune", "--older-than", "7d", "--bucket_key", "device", "t=20"}, "condition t=20"},

@@ -44,11 +44,13 @@ func verifyCommand(env Env) *cobra.Command {
 		Long: "verify reads the buckets of a collection (or of --from/--to, across partitions) and checks that count\n" +
 			"equals the entries, the entries lie inside the window and inside minTs/maxTs, stats and counts match the\n" +
 			"entries, the ops account for every entry and no write's entries appear twice; --unique FIELD also checks\n" +
-			"that no two records share FIELD. It prints each problem, naming the bucket, and exits 1 on any.",
-		Example: "  mongolog verify -c fluent-bit.conf --from 2024-06-01 --to 2024-06-02 --unique reqid",
-		Args:    cobra.NoArgs,
+			"that no two records share FIELD. It prints each problem, naming the bucket, and exits 1 on any. Stats and\n" +
+			"counts are checked against the output's stats and count_by: without -c, give them as --stats and --count_by.",
+		Example: "  mongolog verify -c fluent-bit.conf --from 2024-06-01 --to 2024-06-02 --unique reqid\n" +
+			"  mongolog verify --uri mongodb://db:27017 --bucket_key module --stats cost --count_by level",
+		Args: cobra.NoArgs,
 	}
-	tgt := addTarget(cmd, env)
+	tgt := addTarget(cmd, env, verifyKeys...)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var opt mongolog.VerifyOptions
 		var err error

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,8 +38,7 @@ func exportCommand(env Env) *cobra.Command {
 		Example: "  mongolog export -c fluent-bit.conf --from 2024-06-01 --to 2024-06-08 --dir /backup/logs\n" +
 			"  mongolog export -c fluent-bit.conf --from 2024-06-01 --to 2024-06-02 --step 1h --key module=pay --dir out --prune",
 	}
-	// stats and count_by: verify compares the buckets' summaries with them.
-	tgt := addTarget(cmd, env, append(slices.Clone(targetKeys), "stats", "count_by")...)
+	tgt := addTarget(cmd, env, verifyKeys...)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		q, err := queryOf(args, "", from, to)
 		if err != nil {

@@ -17,6 +17,11 @@ import (
 var targetKeys = []string{"uri", "uri_file", "uri_env", "database", "collection", "mode", "bucket_key", "bucket_window",
 	"partition", "time_key", "tag_key", "key_replace_dot", "key_replace_dollar", "connect_timeout"}
 
+// verifyKeys are targetKeys and stats and count_by, which the commands
+// that verify buckets (verify, export) compare the buckets' summaries
+// with: without -c they come from these flags.
+var verifyKeys = append(append([]string(nil), targetKeys...), "stats", "count_by")
+
 // target is where a command reads or writes: -c FILE [--output NAME] and
 // plugin keys as flags.
 type target struct {

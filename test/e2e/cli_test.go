@@ -223,6 +223,39 @@ func TestCLIVerify(t *testing.T) {
 	}
 }
 
+// verify given the target as flags alone (no -c) checks the buckets'
+// stats and counts against --stats and --count_by: sound buckets pass,
+// and a bucket whose stats and counts do not match its entries is named.
+func TestCLIVerifySummaries(t *testing.T) {
+	e := newDBEnv(t)
+	in, _, log := monitored(t, e, "bucket_key", "app", "stats", "cost", "count_by", "level")
+	at := time.Now().UTC().Truncate(time.Minute).Add(-time.Minute)
+	var recs [][]byte
+	for i := range 20 {
+		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"app", []string{"a", "b"}[i%2]},
+			kv{"level", []string{"info", "error"}[i/2%2]}, kv{"cost", i * 10}))
+	}
+	mustDone(t, in.Flush("app.log", join(recs)), log)
+	in.Exit()
+	args := append(append([]string{"verify"}, e.target("logs")...), "--bucket_key", "app", "--stats", "cost", "--count_by", "level")
+	out, errOut, code := runMongolog(t, "", nil, args...)
+	if code != 0 || out != "1 collections, 2 documents, 20 records: 0 problems\n" || errOut != "" {
+		t.Fatalf("verify --stats cost --count_by level of sound buckets: exit %d\n%s\nstderr: %s", code, out, errOut)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bad := e.all("logs")[0].Lookup("_id")
+	if _, err := e.db.Collection("logs").UpdateOne(ctx, bson.D{{Key: "_id", Value: bad}},
+		bson.D{{Key: "$inc", Value: bson.D{{Key: "stats.cost.sum", Value: 1}, {Key: "counts.level.info", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = runMongolog(t, "", nil, args...)
+	if code != 1 || !strings.Contains(out, "logs "+bad.StringValue()+": stats.cost is") || !strings.Contains(out, "logs "+bad.StringValue()+": counts.level.info is") ||
+		!strings.HasSuffix(out, "20 records: 2 problems\n") || errOut != "" {
+		t.Errorf("verify --stats cost --count_by level of a bucket whose stats and counts are off: exit %d\n%s\nstderr: %s", code, out, errOut)
+	}
+}
+
 // stats prints the table and the chart, or the table only with --no-chart;
 // a condition on a field that is not a bucket_key field is exit 2 before
 // anything is read.
