@@ -200,7 +200,8 @@ func (k *Keeper) shard(ctx context.Context, coll string, key bson.D) error {
 // create creates coll with the options of s, when it has any and coll does
 // not exist. Options the server refuses are dropped with a warning, except
 // capping, without which the collection must not be written. Options the
-// server accepts and ignores get a warning too (checkCreated).
+// server accepts and ignores get a warning too (checkCreated), and so does
+// capped_size on a collection that exists uncapped (checkExisting).
 func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 	capped := options.CreateCollection()
 	if s.CappedSize > 0 {
@@ -226,9 +227,18 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 	if len(opts) == 0 {
 		return nil
 	}
+	// Looked up first: a server may answer ok to the create of a collection
+	// that exists (MongoDB when the options are the same, FerretDB v2
+	// always), and the read-back would then take it for one just created.
+	if got, found, err := k.collOptions(ctx, coll); err != nil {
+		k.log.Debugf("looking for collection %s before creating it: %v", coll, err)
+	} else if found {
+		k.checkExisting(coll, s, got)
+		return nil
+	}
 	err := k.db.CreateCollection(ctx, coll, opts...)
 	if exists(err) {
-		k.checkExisting(ctx, coll, s)
+		k.recheckExisting(ctx, coll, s)
 		return nil
 	}
 	asked := s
@@ -239,7 +249,7 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 		}
 		asked = Spec{CappedSize: s.CappedSize, CappedMax: s.CappedMax}
 		if err = k.db.CreateCollection(ctx, coll, capped); exists(err) {
-			k.checkExisting(ctx, coll, s)
+			k.recheckExisting(ctx, coll, s)
 			return nil
 		}
 	}
@@ -256,12 +266,11 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 // and warns once per collection and option the server accepted but
 // dropped: some MongoDB-compatible servers ignore them silently.
 func (k *Keeper) checkCreated(ctx context.Context, coll string, s Spec) {
-	specs, err := k.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: coll}})
-	if err != nil || len(specs) != 1 {
-		k.log.Debugf("reading back the options of %s: %d collections, %v", coll, len(specs), err)
+	got, found, err := k.collOptions(ctx, coll)
+	if err != nil || !found {
+		k.log.Debugf("reading back the options of %s: found %v, %v", coll, found, err)
 		return
 	}
-	got := specs[0].Options
 	has := func(key string) bool { _, err := got.LookupErr(key); return err == nil }
 	dropped := func(option, format string, args ...any) {
 		k.warnOnce("created\x00"+coll+"\x00"+option, format, args...)
@@ -280,20 +289,40 @@ func (k *Keeper) checkCreated(ctx context.Context, coll string, s Spec) {
 	}
 }
 
-// checkExisting warns once per collection when capped_size asks coll
-// capped and it exists already uncapped: created before capped_size was
-// set, or by a server that drops the option. The plugin never converts a
-// collection, so it grows without bound; writing goes on.
-func (k *Keeper) checkExisting(ctx context.Context, coll string, s Spec) {
+// collOptions reads the options of coll (listCollections by name);
+// found is false when there is no such collection.
+func (k *Keeper) collOptions(ctx context.Context, coll string) (opts bson.Raw, found bool, err error) {
+	specs, err := k.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: coll}})
+	if err != nil || len(specs) == 0 {
+		return nil, false, err
+	}
+	return specs[0].Options, true, nil
+}
+
+// recheckExisting is checkExisting for a collection the create found
+// there (made meanwhile by another writer), its options read again.
+func (k *Keeper) recheckExisting(ctx context.Context, coll string, s Spec) {
 	if s.CappedSize == 0 {
 		return
 	}
-	specs, err := k.db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: coll}})
-	if err != nil || len(specs) != 1 {
-		k.log.Debugf("reading the options of existing collection %s: %d collections, %v", coll, len(specs), err)
+	got, found, err := k.collOptions(ctx, coll)
+	if err != nil || !found {
+		k.log.Debugf("reading the options of existing collection %s: found %v, %v", coll, found, err)
 		return
 	}
-	if capped, _ := specs[0].Options.Lookup("capped").BooleanOK(); capped {
+	k.checkExisting(coll, s, got)
+}
+
+// checkExisting warns once per collection when capped_size asks coll
+// capped and it exists already (with options got) uncapped: created
+// before capped_size was set, or by a server that drops the option. The
+// plugin never converts a collection, so it grows without bound; writing
+// goes on.
+func (k *Keeper) checkExisting(coll string, s Spec, got bson.Raw) {
+	if s.CappedSize == 0 {
+		return
+	}
+	if capped, _ := got.Lookup("capped").BooleanOK(); capped {
 		return
 	}
 	limit := ""

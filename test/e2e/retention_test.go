@@ -211,6 +211,9 @@ func TestCappedSizeOnUncappedCollection(t *testing.T) {
 	if len(warn) != 1 || !strings.Contains(warn[0], `convertToCapped: "logs", size: 1048576`) || !strings.Contains(warn[0], "set collection to a new name") {
 		t.Errorf("want one warning naming logs, not capped, convertToCapped or a new collection:\n%s", log)
 	}
+	if strings.Contains(log.String(), "the server created capped collection logs") {
+		t.Errorf("logs existed before the start, and a warning says the server created it:\n%s", log)
+	}
 	if capped := cappedOf(t, e, "logs"); capped {
 		t.Errorf("the plugin converted logs to capped: it must leave an existing collection as it is")
 	}
