@@ -31,7 +31,8 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 			f.found, f.storedBefore = len(stored) > 0, len(stored)
 			for _, g := range groups {
 				if todo := f.pending(g.Records, stored); len(todo) > 0 {
-					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[groupKey(g)], Drops: f.prev.drops})
+					k := groupKey(g)
+					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[k], Drops: f.prev.drops, Doubts: f.prev.doubts[k]})
 				}
 			}
 			return jobs
@@ -46,6 +47,9 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 			f.limits[groupKey(jobs[i].Group)] = o.Limit
 		}
 		maps.Copy(f.drops, o.Drops)
+		if len(o.Doubts) > 0 {
+			f.doubts[groupKey(jobs[i].Group)] = o.Doubts
+		}
 	}
 	return err
 }
@@ -59,5 +63,5 @@ func (s *Sink) groupsIn(coll, tag string, recs []parser.Record) []*bucketer.Grou
 	return groups
 }
 
-// groupKey names a group in memo.limits.
+// groupKey names a group in memo.limits and memo.doubts.
 func groupKey(g *bucketer.Group) string { return g.Collection + "\x00" + g.ID }

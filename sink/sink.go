@@ -209,7 +209,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	if err != nil {
 		occ.retried, occ.probing = true, probe
 		s.contents.put(content, occ)
-		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops, accounted: f.accounted})
+		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops, doubts: f.doubts, accounted: f.accounted})
 		res.Status, res.Err = Retry, err
 		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
 		return res
@@ -227,7 +227,8 @@ func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string
 	if gen > 0 && s.opt.Mode == ModeFlat {
 		s.reid(batch, id)
 	}
-	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{}}
+	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{},
+		doubts: map[string][]writer.Doubt{}}
 	var err error
 	stored := res.Stored
 	if s.opt.Mode == ModeFlat {

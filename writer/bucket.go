@@ -143,6 +143,22 @@ type Outcome struct {
 	// Drops, when the write of one record was losing its connection as
 	// the flush ended, holds its count by record index (see Job.Drops).
 	Drops map[int]int
+	// Doubts are the writes whose outcome the attempt did not learn (see
+	// Job.Doubts).
+	Doubts []Doubt
+}
+
+// Doubt is a write whose outcome an attempt of a chunk did not learn: the
+// records Recs (by index in the chunk) into bucket Seq at position Count,
+// the bucket then holding Bytes bytes, to which it adds Adds. It may still
+// apply, late. The
+// chunk's next attempt writes those of them still to write at that
+// position before anything else of the group: of two writes at one
+// position, one applies, so the records cannot be stored twice; a write
+// of them anywhere else could store them a second time.
+type Doubt struct {
+	Seq, Count, Bytes, Adds int
+	Recs                    []int
 }
 
 // part is one write: n records into bucket seq, which holds count entries.
@@ -200,12 +216,14 @@ func (b *Buckets) evict() {
 // Job is the records of one group to write, in chunk order. Limit, when
 // above 0, caps the records per write (an earlier attempt's Outcome.Limit).
 // Drops holds, by record index, the connections a record written alone
-// lost in a row in earlier attempts (an earlier attempt's Outcome.Drops).
+// lost in a row in earlier attempts (an earlier attempt's Outcome.Drops);
+// Doubts, the earlier attempt's writes in doubt (its Outcome.Doubts).
 type Job struct {
-	Group *bucketer.Group
-	Recs  []*parser.Record
-	Limit int
-	Drops map[int]int
+	Group  *bucketer.Group
+	Recs   []*parser.Record
+	Limit  int
+	Drops  map[int]int
+	Doubts []Doubt
 }
 
 // Write stores the records of a chunk's groups and returns, per job,
@@ -220,7 +238,9 @@ type Job struct {
 // retried; the outcomes then say what was achieved before it.
 //
 // The writes go out in rounds: each round takes the next write of every
-// group not done and sends them as unordered commands of up to WriteBatch
+// group not done (of a group whose records fill several buckets, one per
+// bucket: see lanes; first, an earlier attempt's writes in doubt: see
+// Doubt) and sends them as unordered commands of up to WriteBatch
 // statements per collection, up to the store's concurrency. Each statement
 // keeps its own outcome: a duplicate key re-plans its group, a write
 // conflict or a timeout repeats it, and a statement whose outcome the reply
@@ -239,32 +259,169 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 	if err != nil {
 		return nil, err
 	}
-	stored, err := b.Stored(ctx, chunkID, groups)
+	stored, where, err := b.stored(ctx, chunkID, groups)
 	if err != nil {
 		return nil, err
 	}
 	js := jobs(stored)
-	ws := make([]*groupWrite, len(js))
+	byJob := make([][]*groupWrite, len(js))
+	var ws []*groupWrite
 	defer func() {
 		for _, w := range ws {
-			if w != nil {
-				w.putBuffer()
-			}
+			w.putBuffer()
 		}
 	}()
+	if where == nil {
+		where = map[string]claims{}
+	}
 	for i, j := range js {
-		st := held[b.groupKey(j.Group)]
+		k := b.groupKey(j.Group)
+		st := held[k]
 		if st == nil {
 			return make([]Outcome, len(js)), fmt.Errorf("writing group %s: not among the chunk's groups", j.Group.ID)
 		}
-		ws[i] = b.newGroupWrite(chunkID, j, st)
+		if where[k] == nil {
+			where[k] = claims{}
+		}
+		byJob[i] = b.laneWrites(chunkID, j, st, where[k])
+		ws = append(ws, byJob[i]...)
 	}
 	err = b.rounds(ctx, ws)
 	outs := make([]Outcome, len(js))
-	for i, w := range ws {
-		outs[i] = w.outcome()
+	for i, lw := range byJob {
+		outs[i] = laneOutcome(lw, held[b.groupKey(js[i].Group)])
 	}
 	return outs, err
+}
+
+// laneWrites are the writes of job j: first one at the position of each
+// earlier write in doubt (see Doubt), with its records still to write;
+// then one per bucket the other records fill (see lanes), each on a state
+// of its own, or one on the group's state when an earlier attempt was
+// searching for content the server refuses. They share the group's claims.
+func (b *Buckets) laneWrites(chunkID string, j Job, st *groupState, c claims) []*groupWrite {
+	ws, rest := b.doubtWrites(chunkID, j, st, c)
+	j.Recs = rest
+	if len(j.Recs) > 0 {
+		plan := b.sizing(j.Group).split(j.Recs, st.seq, st.count, st.bytes)
+		if j.Limit > 0 || len(j.Drops) > 0 || len(plan) < 2 {
+			ws = append(ws, b.newGroupWrite(chunkID, j, st))
+		} else {
+			for i, p := range plan {
+				own := &groupState{seq: p.seq, count: p.count, bytes: p.bytes, known: st.known}
+				if i == 0 {
+					own.values = st.values
+				}
+				ws = append(ws, b.newGroupWrite(chunkID, Job{Group: j.Group, Recs: p.recs}, own))
+			}
+		}
+	}
+	var l *lanes
+	if len(ws) > 1 {
+		l = &lanes{group: b.groupKey(j.Group)}
+	}
+	for _, w := range ws {
+		w.lanes, w.claims = l, c
+	}
+	return ws
+}
+
+// doubtWrites are the writes that settle j's doubts, each at its position
+// and in doubt, going on with the search for refused content where the
+// earlier attempt left it (j.Limit, j.Drops), and the records of j left
+// for the others. A doubt whose position the lookup found holding the
+// chunk's entries (c) is settled. Otherwise its write takes its records,
+// or, of identical records (which the lookup may match to any of their
+// copies), copies of them still to write. The group's state, a hint,
+// moves to where the bucket ends if the doubts' writes applied.
+func (b *Buckets) doubtWrites(chunkID string, j Job, st *groupState, c claims) ([]*groupWrite, []*parser.Record) {
+	if len(j.Doubts) == 0 {
+		return nil, j.Recs
+	}
+	docOf := make(map[int]string, len(j.Group.Records))
+	for _, r := range j.Group.Records {
+		docOf[r.Index] = string(r.Doc)
+	}
+	left := map[int]*parser.Record{}       // j's records not taken, by index
+	byDoc := map[string][]*parser.Record{} // j's records, by content, in order
+	for _, r := range j.Recs {
+		left[r.Index] = r
+		byDoc[string(r.Doc)] = append(byDoc[string(r.Doc)], r)
+	}
+	// take takes record i, or a copy of it not taken yet.
+	take := func(i int) *parser.Record {
+		r := left[i]
+		for _, c := range byDoc[docOf[i]] {
+			if r != nil {
+				break
+			}
+			r = left[c.Index]
+		}
+		if r != nil {
+			delete(left, r.Index)
+		}
+		return r
+	}
+	var ws []*groupWrite
+	for _, d := range j.Doubts {
+		if c.taken(d.Seq, d.Count) {
+			continue // found stored: the write applied
+		}
+		var recs []*parser.Record
+		for _, i := range d.Recs {
+			if r := take(i); r != nil {
+				recs = append(recs, r)
+			}
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		own := &groupState{seq: d.Seq, count: d.Count, bytes: d.Bytes, known: true}
+		w := b.newGroupWrite(chunkID, Job{Group: j.Group, Recs: recs, Limit: j.Limit, Drops: j.Drops}, own)
+		w.doubt = true
+		ws = append(ws, w)
+		if end := d.Count + len(d.Recs); d.Seq > st.seq || d.Seq == st.seq && end > st.count {
+			st.seq, st.count, st.bytes, st.values = d.Seq, end, d.Bytes+d.Adds, nil
+		}
+	}
+	rest := make([]*parser.Record, 0, len(left))
+	for _, r := range j.Recs {
+		if left[r.Index] != nil {
+			rest = append(rest, r)
+		}
+	}
+	return ws, rest
+}
+
+// laneOutcome is what the writes of one job achieved, in one Outcome; the
+// group's state moves to the furthest bucket a write saw.
+func laneOutcome(ws []*groupWrite, st *groupState) Outcome {
+	var out Outcome
+	far := st
+	for _, w := range ws {
+		o := w.outcome()
+		out.Stored += o.Stored
+		out.Created += o.Created
+		out.Poison = append(out.Poison, o.Poison...)
+		out.Doubts = append(out.Doubts, o.Doubts...)
+		if o.Limit > 0 && (out.Limit == 0 || o.Limit < out.Limit) {
+			out.Limit = o.Limit
+		}
+		for i, n := range o.Drops {
+			if out.Drops == nil {
+				out.Drops = map[int]int{}
+			}
+			out.Drops[i] = n
+		}
+		if w.st != st && (w.st.seq > far.seq || w.st.seq == far.seq && w.st.count > far.count) {
+			far = w.st
+		}
+	}
+	sort.Slice(out.Poison, func(i, j int) bool { return out.Poison[i].Index < out.Poison[j].Index })
+	if far != st {
+		st.seq, st.count, st.bytes, st.known, st.values = far.seq, far.count, far.bytes, far.known, far.values
+	}
+	return out
 }
 
 // lock takes the states of groups, by groupKey, and returns those it holds,

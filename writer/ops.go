@@ -179,14 +179,15 @@ func (m *matcher) claim(r run) []int {
 
 // appliedAt reports how many of recs, in order, a bucket holds from
 // position at on, as writes with tag: the writes of this chunk that an
-// attempt whose outcome is unknown may have applied.
-func appliedAt(d bson.Raw, at int, tag uint32, recs []*parser.Record) int {
+// attempt whose outcome is unknown may have applied. It stops at a
+// position taken reports as accounted for (another write's).
+func appliedAt(d bson.Raw, at int, tag uint32, recs []*parser.Record, taken func(at int) bool) int {
 	n := 0
 	for _, r := range runs(d) {
 		if r.at < at+n {
 			continue
 		}
-		if r.at > at+n || r.tag != tag || n+len(r.entries) > len(recs) {
+		if r.at > at+n || r.tag != tag || n+len(r.entries) > len(recs) || n > 0 && taken(r.at) {
 			break
 		}
 		for i, e := range r.entries {

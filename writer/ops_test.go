@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -137,28 +138,38 @@ func TestMatcherClaims(t *testing.T) {
 // appliedAt finds how much of a write whose outcome was unknown the bucket
 // holds at its position: all of it, a prefix (a larger earlier attempt was
 // cut in halves after), or nothing when the position holds another
-// chunk's write or other entries.
+// chunk's write or other entries; it stops at a position accounted for
+// (another write's, whatever its entries).
 func TestAppliedAt(t *testing.T) {
 	recs := records(ids(20, "r")...)
 	before := write{9, []string{"x", "y"}}
+	same := []string{"h", "h", "h", "h"}
 	cases := []struct {
-		name string
-		d    bson.Raw
-		tag  uint32
-		want int
+		name  string
+		d     bson.Raw
+		tag   uint32
+		want  int
+		taken []int // positions accounted for
 	}{
-		{"whole write", bucketOf(before, write{5, ids(20, "r")}), 5, 20},
-		{"a prefix", bucketOf(before, write{5, ids(16, "r")}), 5, 16},
-		{"two writes", bucketOf(before, write{5, ids(4, "r")}, write{5, ids(20, "r")[4:]}), 5, 20},
-		{"another tag", bucketOf(before, write{6, ids(20, "r")}), 5, 0},
-		{"same tag, other entries", bucketOf(before, write{5, ids(20, "s")}), 5, 0},
-		{"not at the position", bucketOf(write{5, ids(20, "r")}), 5, 0},
-		{"nothing there", bucketOf(before), 5, 0},
+		{"whole write", bucketOf(before, write{5, ids(20, "r")}), 5, 20, nil},
+		{"a prefix", bucketOf(before, write{5, ids(16, "r")}), 5, 16, nil},
+		{"two writes", bucketOf(before, write{5, ids(4, "r")}, write{5, ids(20, "r")[4:]}), 5, 20, nil},
+		{"another tag", bucketOf(before, write{6, ids(20, "r")}), 5, 0, nil},
+		{"same tag, other entries", bucketOf(before, write{5, ids(20, "s")}), 5, 0, nil},
+		{"not at the position", bucketOf(write{5, ids(20, "r")}), 5, 0, nil},
+		{"nothing there", bucketOf(before), 5, 0, nil},
+		{"the next write accounted for", bucketOf(before, write{5, ids(4, "r")}, write{5, ids(20, "r")[4:]}), 5, 4, []int{6}},
+		{"identical records, the second write accounted for", bucketOf(before, write{5, same[:2]}, write{5, same[:2]}), 5, 2, []int{4}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			at := 2
-			if got := appliedAt(c.d, at, c.tag, recs); got != c.want {
+			rs := recs
+			if c.name[0] == 'i' {
+				rs = records(same...)
+			}
+			taken := func(p int) bool { return slices.Contains(c.taken, p) }
+			if got := appliedAt(c.d, at, c.tag, rs, taken); got != c.want {
 				t.Errorf("appliedAt = %d, want %d", got, c.want)
 			}
 			if wantTag := c.want > 0; tagAt(c.d, at, c.tag) != wantTag && c.name != "same tag, other entries" {

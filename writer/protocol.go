@@ -146,6 +146,81 @@ type sizing struct {
 	extra                int // the bytes per entry of its counted values
 }
 
+// fit is how many of recs the next write takes into a bucket holding count
+// entries of bytes bytes, at most limit when above 0.
+func (z sizing) fit(recs []*parser.Record, count, bytes, limit int) int {
+	room := z.maxRecords - count
+	if limit > 0 {
+		room = min(room, limit)
+	}
+	return bucketer.Fit(recs, room, z.maxBytes-z.header-bytes-opElemBytes, z.extra+1)
+}
+
+// split plans, from the bucket a group is filling (seq, holding count
+// entries of bytes bytes), every bucket recs will fill: the current one
+// topped up, then new ones. Each part is one lane (see lanes). A record
+// that fits no empty bucket ends the plan: it and the records after it go
+// in the last part, whose write parks it.
+func (z sizing) split(recs []*parser.Record, seq, count, bytes int) []lanePlan {
+	var plan []lanePlan
+	for len(recs) > 0 {
+		k := z.fit(recs, count, bytes, 0)
+		switch {
+		case k == 0 && count > 0:
+			seq, count, bytes = seq+1, 0, 0
+			continue
+		case k == 0:
+			k = len(recs)
+		}
+		plan = append(plan, lanePlan{seq: seq, count: count, bytes: bytes, recs: recs[:k]})
+		recs = recs[k:]
+		seq, count, bytes = seq+1, 0, 0
+	}
+	return plan
+}
+
+// lanePlan is the part of a group's records one lane writes, starting at
+// bucket seq holding count entries of bytes bytes.
+type lanePlan struct {
+	seq, count, bytes int
+	recs              []*parser.Record
+}
+
+// lanes are the writes of one group's records made at once, each into the
+// bucket it planned (split): they go out in one round, where one write at a
+// time would take a round per bucket. Each lane is a full group write on a
+// state of its own (a hint, as every state is: a lane that finds its
+// bucket taken reads it and moves on like a second writer would), and
+// three rules keep the lanes of one chunk from mistaking each other's
+// entries for their own, all of them tagged with the chunk:
+//   - a lane in doubt (a write of it may have been applied) is resolved
+//     before any other lane of the group plans a write (rounds: plan);
+//   - two lanes never write into one bucket in one round (plan);
+//   - a position another lane took (stored or found its write at) is not
+//     this lane's earlier write, whatever entries it holds (claims).
+type lanes struct {
+	group string // the group's key
+}
+
+// claims are the positions ({seq, count}) in a group's buckets where
+// entries of the chunk are accounted for: an earlier attempt's found by the
+// lookup (stored), or a write of this one taken as stored. A read never
+// takes entries there for a write in doubt, whatever they hold: a chunk of
+// identical records holds them at several positions.
+type claims map[[2]int]bool
+
+// take records that a write of the chunk is accounted for at bucket seq,
+// position count.
+func (c claims) take(seq, count int) {
+	if c != nil {
+		c[[2]int{seq, count}] = true
+	}
+}
+
+// taken reports whether a write of the chunk is accounted for at bucket
+// seq, position count.
+func (c claims) taken(seq, count int) bool { return c[[2]int{seq, count}] }
+
 // groupProto is the state of one group's write: plain data, changed only
 // by next.
 type groupProto struct {
@@ -164,12 +239,15 @@ type groupProto struct {
 	// lone counts the connections the write of one record has lost in a
 	// row, each followed by an answered control (see Dropped); drops are
 	// earlier attempts' counts, by record index.
-	lone  int
-	drops map[int]int
-	err   error // the last error of the write
-	cause error // why a record in doubt is to be parked, once read
-	phase phase
-	out   Outcome
+	lone   int
+	drops  map[int]int
+	err    error // the last error of the write
+	adds   int   // the bytes its last statement adds
+	cause  error // why a record in doubt is to be parked, once read
+	phase  phase
+	out    Outcome
+	lanes  *lanes // the group's lanes, nil when the group has one
+	claims claims // the group's, shared by its lanes
 }
 
 func newGroupProto(st *groupState, size sizing, j Job) groupProto {
@@ -238,6 +316,13 @@ func (m *groupProto) outOfTurn(e event) action {
 	return action{kind: actFail, err: fmt.Errorf("bucket write: %T while waiting in phase %d", e, m.phase)}
 }
 
+// inDoubt reports whether a write of the group may have been applied
+// unseen: its next write repeats it.
+func (m *groupProto) inDoubt() bool { return m.doubt && m.p != nil && m.phase != finished }
+
+// hold puts off the write just planned to the next round.
+func (m *groupProto) hold() { m.phase = idle }
+
 // ownCommand reports whether the next write goes in a command of its own.
 func (m *groupProto) ownCommand() bool { return m.alone || m.suspect > 0 }
 
@@ -247,11 +332,11 @@ func (m *groupProto) plan() action {
 	st := m.st
 	for len(m.recs) > 0 {
 		if m.p == nil {
-			room := m.size.maxRecords - st.count
+			limit := 0
 			if m.suspect > 0 {
-				room = min(room, m.limit)
+				limit = m.limit
 			}
-			k := bucketer.Fit(m.recs, room, m.size.maxBytes-m.size.header-st.bytes-opElemBytes, m.size.extra+1)
+			k := m.size.fit(m.recs, st.count, st.bytes, limit)
 			if k == 0 {
 				if st.count == 0 {
 					m.park(fmt.Sprintf("record of %d bytes does not fit in an empty bucket (bucket_max_bytes %d)",
@@ -277,7 +362,7 @@ func (m *groupProto) plan() action {
 // replied takes the reply to the write's statement. A lost connection in a
 // command of several statements says nothing of this statement's content.
 func (m *groupProto) replied(r replied) action {
-	m.err = r.err
+	m.err, m.adds = r.err, r.adds
 	if !r.shared {
 		m.alone = false
 	}
@@ -402,6 +487,7 @@ func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 	st, p := m.st, m.p
 	st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+adds, true
 	st.addValues(vals)
+	m.claims.take(p.seq, p.count)
 	m.out.Stored += p.n
 	if p.count == 0 {
 		m.out.Created++ // no bucket holds 0 entries: this write inserted it
@@ -414,6 +500,9 @@ func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 // found takes the first n records, which a read found stored by an earlier
 // attempt, as written; the doubt is settled.
 func (m *groupProto) found(n int) {
+	if m.p != nil {
+		m.claims.take(m.p.seq, m.p.count)
+	}
 	m.out.Stored += n
 	m.recs = m.recs[n:]
 	m.suspect = max(m.suspect-n, 0)
@@ -460,6 +549,13 @@ func (m *groupProto) outcome() Outcome {
 	}
 	if m.p != nil && m.p.n == 1 && m.lone > 0 {
 		out.Drops = map[int]int{m.recs[0].Index: m.lone}
+	}
+	if m.p != nil && m.doubt {
+		d := Doubt{Seq: m.p.seq, Count: m.p.count, Bytes: m.st.bytes, Adds: m.adds, Recs: make([]int, m.p.n)}
+		for i, r := range m.recs[:m.p.n] {
+			d.Recs[i] = r.Index
+		}
+		out.Doubts = []Doubt{d}
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,8 +23,15 @@ import (
 // hold an op element with the chunk's tag. It returns the indexes (in the
 // chunk) of the records found; nil without Idempotent.
 func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, error) {
+	stored, _, err := b.stored(ctx, chunkID, groups)
+	return stored, err
+}
+
+// stored is Stored, also returning where it found the records: by groupKey,
+// the positions of the runs it claimed.
+func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, map[string]claims, error) {
 	if !b.cfg.Idempotent || len(groups) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	tag := ChunkTag(chunkID)
 	byColl := map[string][]*bucketer.Group{}
@@ -35,7 +43,7 @@ func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer
 		}
 		byColl[c] = append(byColl[c], g)
 	}
-	stored := map[int]bool{}
+	stored, where := map[int]bool{}, map[string]claims{}
 	for _, coll := range colls {
 		gs := byColl[coll]
 		var docs []bson.Raw
@@ -44,7 +52,7 @@ func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer
 			return err
 		})
 		if err != nil {
-			return nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
+			return nil, nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
 		}
 		byID := make(map[string]*bucketer.Group, len(gs))
 		for _, g := range gs {
@@ -53,8 +61,10 @@ func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer
 		matchers := map[*bucketer.Group]*matcher{}
 		for _, d := range docs {
 			id, _ := d.Lookup(model.ID).StringValueOK()
-			g := byID[id[:max(strings.LastIndexByte(id, '-'), 0)]]
-			if g == nil {
+			cut := max(strings.LastIndexByte(id, '-'), 0)
+			g := byID[id[:cut]]
+			seq, err := strconv.Atoi(id[min(cut+1, len(id)):])
+			if g == nil || err != nil {
 				continue
 			}
 			m := matchers[g]
@@ -66,13 +76,21 @@ func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer
 				if r.tag != tag {
 					continue
 				}
-				for _, i := range m.claim(r) {
+				idx := m.claim(r)
+				for _, i := range idx {
 					stored[g.Records[i].Index] = true
+				}
+				if len(idx) > 0 {
+					k := b.groupKey(g)
+					if where[k] == nil {
+						where[k] = claims{}
+					}
+					where[k].take(seq, r.at)
 				}
 			}
 		}
 	}
-	return stored, nil
+	return stored, where, nil
 }
 
 // storedFilter selects the buckets of gs (by key, and start when windowed)
@@ -169,22 +187,20 @@ func numberOf(v bson.RawValue) int64 {
 // read reads the bucket the write of w.p missed, as a asks. When the bucket
 // holds a write of this chunk at p.count, an earlier attempt of p (whose
 // outcome was unknown) was applied: read compares the entries and says how
-// many of w.recs, in order, it stored.
+// many of w.recs, in order, it stored. A read of the group's newest bucket
+// looks at p's own bucket first: the write may have applied there with its
+// reply lost, and the newest bucket may be a later one (another lane's,
+// or another writer's).
 func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead, error) {
 	g, p := w.g, w.p
 	id := bucketer.BucketID(g.ID, p.seq)
-	var (
-		doc bson.Raw
-		err error
-	)
-	if a.newest {
+	q := Query{Projection: fillProjection}
+	if a.entries {
+		q.Projection = entriesProjection
+	}
+	doc, err := b.findOne(ctx, g, idFilter(id), q)
+	if err == nil && a.newest && !b.mayHold(doc, w) {
 		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
-	} else {
-		q := Query{Projection: fillProjection}
-		if a.entries {
-			q.Projection = entriesProjection
-		}
-		doc, err = b.findOne(ctx, g, idFilter(id), q)
 	}
 	if err != nil {
 		return bucketRead{}, fmt.Errorf("reading bucket %s: %w", id, err)
@@ -197,16 +213,23 @@ func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead
 		r.seq = int(s)
 	}
 	r.count, r.bytes = fill(doc)
-	if r.seq == p.seq && b.cfg.Idempotent && tagAt(doc, p.count, w.tag) {
+	if r.seq == p.seq && b.mayHold(doc, w) {
 		if _, ok := doc.Lookup(model.Logs).ArrayOK(); !ok {
 			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
 				r.gone, r.err = true, err
 				return r, err
 			}
 		}
-		r.applied = appliedAt(doc, p.count, w.tag, w.recs)
+		r.applied = appliedAt(doc, p.count, w.tag, w.recs, func(at int) bool { return w.claims.taken(p.seq, at) })
 	}
 	return r, nil
+}
+
+// mayHold reports whether bucket doc may hold the write of w.p: a write of
+// w's chunk begins at p.count, and no other lane of the group took that
+// position, nor did an earlier attempt (found by stored).
+func (b *Buckets) mayHold(doc bson.Raw, w *groupWrite) bool {
+	return doc != nil && b.cfg.Idempotent && !w.claims.taken(w.p.seq, w.p.count) && tagAt(doc, w.p.count, w.tag)
 }
 
 // findOne returns the first document of g's collection matching filter, or

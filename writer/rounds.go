@@ -26,10 +26,13 @@ func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 	active := ws
 	lost := 0 // the rounds in a row in which a command of several statements lost its connection
 	for {
-		if active = b.plan(active); len(active) == 0 {
+		var round []*groupWrite
+		if active, round = b.plan(active); len(active) == 0 {
 			return nil
+		} else if len(round) == 0 {
+			return errors.New("bucket write: writes left, none to make")
 		}
-		cmds := b.commands(active)
+		cmds := b.commands(round)
 		errs := b.send(ctx, cmds)
 		sharedLost := false
 		for i, c := range cmds {
@@ -68,17 +71,43 @@ func (b *Buckets) settleAll(ctx context.Context, cmds [][]*groupWrite, errs [][]
 	return wait, slow, errors.Join(fails...)
 }
 
-// plan returns the writes of ws that have a next write, its statement
-// built.
-func (b *Buckets) plan(ws []*groupWrite) []*groupWrite {
-	round := ws[:0:0]
+// plan returns the writes of ws not done, and of them those that write
+// this round, their statements built. Of the lanes of a group (see lanes),
+// only those in doubt write while any is; and one bucket takes one write a
+// round.
+func (b *Buckets) plan(ws []*groupWrite) (active, round []*groupWrite) {
+	doubt := map[*lanes]bool{}
 	for _, w := range ws {
-		if w.onPlan().kind == actWrite {
-			w.encode()
-			round = append(round, w)
+		if w.lanes != nil && w.inDoubt() {
+			doubt[w.lanes] = true
 		}
 	}
-	return round
+	type bucket struct {
+		l   *lanes
+		seq int
+	}
+	busy := map[bucket]bool{}
+	for _, w := range ws {
+		if w.lanes != nil && doubt[w.lanes] && !w.inDoubt() && w.phase != finished {
+			active = append(active, w) // waits for the lane in doubt
+			continue
+		}
+		if w.onPlan().kind != actWrite {
+			continue
+		}
+		active = append(active, w)
+		if w.lanes != nil {
+			k := bucket{w.lanes, w.p.seq}
+			if busy[k] {
+				w.hold()
+				continue
+			}
+			busy[k] = true
+		}
+		w.encode()
+		round = append(round, w)
+	}
+	return active, round
 }
 
 // send sends each command and returns each statement's error.
@@ -176,7 +205,11 @@ type groupWrite struct {
 }
 
 func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
-	size := sizing{maxRecords: b.cfg.MaxRecords, maxBytes: b.cfg.MaxBytes, header: b.header(j.Group),
+	return &groupWrite{groupProto: newGroupProto(st, b.sizing(j.Group), j), b: b, g: j.Group, tag: ChunkTag(chunkID)}
+}
+
+// sizing is what decides how many of g's records one write takes.
+func (b *Buckets) sizing(g *bucketer.Group) sizing {
+	return sizing{maxRecords: b.cfg.MaxRecords, maxBytes: b.cfg.MaxBytes, header: b.header(g),
 		extra: (len(b.grouper.CountBy) + len(b.grouper.KeepValues)) * 160}
-	return &groupWrite{groupProto: newGroupProto(st, size, j), b: b, g: j.Group, tag: ChunkTag(chunkID)}
 }

@@ -242,11 +242,27 @@ type faultStore struct {
 	findEvery, finds int
 	// widest is the most statements one Upserts command held.
 	widest int
+	// late keeps the failAt-th write from the server, its outcome lost,
+	// and applies it just before the first write once the store is
+	// healed: a write that reaches the server after its client gave up,
+	// and after the chunk's resend looked for what it stored.
+	late bool
+	held func() error
+	// match, when set, picks the update commands the faults are for; the
+	// others pass, uncounted, also while the store is down.
+	match   func(ups []writer.Upsert) bool
+	lateErr error // the late write's outcome
 }
 
-// write runs do as the next write call, failing it as configured.
-func (f *faultStore) write(do func() error) error {
+// write runs do as the next write call, failing it as configured; late is
+// the call to make when it is held (see late).
+func (f *faultStore) write(do, late func() error) error {
 	f.mu.Lock()
+	if held := f.held; held != nil && !f.tripped {
+		// Under the lock: before any write of the resend.
+		f.held = nil
+		f.lateErr = held()
+	}
 	f.writes++
 	hit := f.failAt > 0 && f.writes == f.failAt
 	again := f.failAt > 0 && f.writes > f.failAt && f.writes < f.failAt+f.times
@@ -262,6 +278,9 @@ func (f *faultStore) write(do func() error) error {
 		f.injected++
 	}
 	err, apply := f.err, f.apply && hit
+	if hit && f.late {
+		f.held = late
+	}
 	f.mu.Unlock()
 	if hit && before != nil {
 		before()
@@ -282,18 +301,23 @@ func (f *faultStore) Upserts(ctx context.Context, coll string, ups []writer.Upse
 	f.mu.Lock()
 	f.widest = max(f.widest, len(ups))
 	f.mu.Unlock()
+	if f.match != nil && !f.match(ups) {
+		return f.Store.Upserts(ctx, coll, ups)
+	}
 	var errs []error
+	// A late write runs after this call returned: on a context of its own.
+	late := func() error { return errors.Join(f.Store.Upserts(context.WithoutCancel(ctx), coll, ups)...) }
 	if err := f.write(func() error {
 		errs = f.Store.Upserts(ctx, coll, ups)
 		return nil
-	}); err != nil {
+	}, late); err != nil {
 		return slices.Repeat([]error{err}, len(ups))
 	}
 	return errs
 }
 
 func (f *faultStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
-	return f.write(func() error { return f.Store.InsertMany(ctx, coll, docs) })
+	return f.write(func() error { return f.Store.InsertMany(ctx, coll, docs) }, nil)
 }
 
 func (f *faultStore) Find(ctx context.Context, coll string, filter bson.Raw, q writer.Query) ([]bson.Raw, error) {

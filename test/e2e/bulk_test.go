@@ -364,3 +364,66 @@ func TestBulkWriteBatchForTheServer(t *testing.T) {
 		t.Errorf("%d buckets, want %d", n, traces)
 	}
 }
+
+// One round per chunk: the writer plans every bucket a chunk's records
+// fill (the current bucket topped up, the next ones new) and sends them
+// all at once, so a chunk costs the lookup plus ceil(statements /
+// write_batch) update commands, one statement per bucket it touches:
+// for a group the writer has not seen yet (a fresh collection) as for one
+// it has, and for a one-key chunk of 10 buckets as for the app fixture.
+func TestBulkOneRoundPerChunk(t *testing.T) {
+	app := readFixture(t, "chunk-app-json-5000.msgpack")
+	oneKey := join(append(splitChunk(t, app), splitChunk(t, app)...)) // 10,000 records, each line twice
+	for _, c := range []struct {
+		name      string
+		chunk     []byte
+		kv        []string
+		warm      bool
+		wantStmts int // 0: as many as buckets touched
+	}{
+		{"one key, fresh collection", oneKey, []string{"bucket_window", "0"}, false, 10},
+		{"one key, known group", oneKey, []string{"bucket_window", "0"}, true, 11},
+		{"app fixture by module", app, []string{"bucket_key", "module"}, true, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const batch = 20
+			e := newDBEnv(t)
+			in, cmds, log := monitored(t, e, append(c.kv, "write_batch", fmt.Sprint(batch))...)
+			var want []bson.Raw
+			if c.warm {
+				warm := splitChunk(t, app)[0]
+				if st := in.Flush("app.log", warm); st != sink.Done {
+					t.Fatalf("warm-up flush: %v\n%s", st, log)
+				}
+				want = decodeFixture(t, warm, parser.Options{})
+			}
+			from := cmds.len()
+			if st := in.Flush("app.log", c.chunk); st != sink.Done {
+				t.Fatalf("flush: %v\n%s", st, log)
+			}
+			sent := cmds.since(from)
+			finds, updates := named(sent, "find"), named(sent, "update")
+			touched := map[string]bool{}
+			stmts := 0
+			for _, u := range updates {
+				for _, s := range statements(t, u) {
+					stmts++
+					touched[s.Lookup("q", "_id").StringValue()] = true
+				}
+			}
+			if stmts != len(touched) {
+				t.Errorf("%d statements for %d buckets: a bucket was written more than once", stmts, len(touched))
+			}
+			if c.wantStmts > 0 && stmts != c.wantStmts {
+				t.Errorf("%d statements, want %d (one per bucket the chunk fills)", stmts, c.wantStmts)
+			}
+			if limit := (stmts + batch - 1) / batch; len(updates) > limit || len(finds) > 1 {
+				t.Errorf("%d lookups and %d update commands, want 1 and ceil(%d/%d) = %d", len(finds), len(updates), stmts, batch, limit)
+			}
+			t.Logf("%d commands (%d finds, %d updates, %d statements) for the chunk", len(sent), len(finds), len(updates), stmts)
+			docs := e.all("logs")
+			want = append(want, decodeFixture(t, c.chunk, parser.Options{})...)
+			sameEntries(t, checkBuckets(t, docs, limits{1000, 1 << 20}), want)
+		})
+	}
+}

@@ -22,8 +22,11 @@ func TestFaultsServerStoppedDuringFlush(t *testing.T) {
 	const n = 2000
 	chunk, _ := appSlice(t, n)
 	path := writeFile(t, "chunk.msgpack", chunk)
+	// 100 buckets written one statement a command, one command at a time,
+	// so that the server stops mid-flush (a chunk's buckets go out in one
+	// round).
 	lim := limits{20, 64 << 10}
-	e.init("a", e.props("bucket_max_records", "20", "bucket_max_bytes", "64K", "max_inflight", "1",
+	e.init("a", e.props("bucket_max_records", "20", "bucket_max_bytes", "64K", "max_inflight", "1", "write_batch", "1",
 		"flush_timeout", "3s", "connect_timeout", "1s", "stats", "cost", "count_by", "level"))
 
 	rc := make(chan int, 1)

@@ -7,6 +7,8 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,57 +50,149 @@ var interruptions = []struct {
 }
 
 // A chunk whose flush is cut off after some bucket writes (at the failAt-th
-// upsert, the flush giving up as at its deadline) is given back for a
-// retry with part of it stored; sent again, it ends stored exactly once.
+// update command, the flush giving up as at its deadline) is given back
+// for a retry with part of it stored; sent again, it ends stored exactly
+// once. The app records are 29 ms apart: the first 1000 share one window,
+// so the group fills 10 buckets of 100, all written in the first round:
+// with write_batch 1 one command each, arriving in any order, the fourth
+// cutting the server off; with write_batch 20 all in one command, the
+// first.
 func TestFaultsInterruptedChunkResent(t *testing.T) {
-	const n, perBucket, failAt = 1000, 100, 4
+	const n, perBucket = 1000, 100
 	chunk, _ := appSlice(t, n)
 	want := decodeFixture(t, chunk, parser.Options{})
 	lim := limits{perBucket, 64 << 10}
-	for _, c := range interruptions {
+	for _, b := range []cutAt{{1, 4, perBucket}, {20, 1, n}} {
+		for _, c := range interruptions {
+			t.Run(fmt.Sprintf("%s/write_batch=%d", c.name, b.batch), func(t *testing.T) {
+				interruptedChunkResent(t, chunk, want, lim, b, c.err, c.apply, c.restart)
+			})
+		}
+	}
+}
+
+// cutAt is where a flush is cut off: at the failAt-th update command, each
+// of up to batch statements, storing perCommand records.
+type cutAt struct{ batch, failAt, perCommand int }
+
+func interruptedChunkResent(t *testing.T, chunk []byte, want []bson.Raw, lim limits, at cutAt, fault error, apply, restart bool) {
+	t.Helper()
+	n, failAt, perCommand := len(want), at.failAt, at.perCommand
+	e := newDBEnv(t)
+	opt := sinkOptions(lim.records, lim.bytes)
+	opt.WriteBatch = at.batch
+	fs := &faultStore{Store: e.store(), failAt: failAt, err: fault, apply: apply, down: true}
+	s := e.newSink(opt, fs, fs.retry())
+	res := flushSink(t, s, "app.log", chunk, sink.Retry)
+	if res.Err == nil {
+		t.Errorf("retry without an error")
+	}
+	partial := checkBuckets(t, e.all("logs"), lim)
+	wantPartial := perCommand * (failAt - 1)
+	if apply {
+		wantPartial += perCommand
+	}
+	if len(partial) != wantPartial {
+		t.Fatalf("after the cut-off flush %d entries stored, want %d", len(partial), wantPartial)
+	}
+
+	fs.heal()
+	if restart {
+		s = e.newSink(opt, e.store(), fastRetry)
+	}
+	flushSink(t, s, "app.log", chunk, sink.Done)
+	// Each record counts once: stored by the attempt that saw its
+	// write acknowledged, or found stored by the resend.
+	wantFound := 0
+	switch {
+	case restart:
+		wantFound = wantPartial
+	case apply:
+		wantFound = perCommand
+	}
+	if tot := s.Totals(); tot.Records != int64(n) || tot.Stored != int64(n-wantFound) || tot.Found != int64(wantFound) || tot.Parked != 0 {
+		t.Errorf("totals %+v, want %d records: %d stored, %d already stored", tot, n, n-wantFound, wantFound)
+	}
+	entries := checkBuckets(t, e.all("logs"), lim)
+	sameEntries(t, entries, want)
+	checkSeqs(t, entries, n)
+	if dead := e.all("logs_dead"); len(dead) > 0 {
+		t.Errorf("%d records parked", len(dead))
+	}
+}
+
+// A write whose reply is lost reaches the server late: after the flush
+// gave up, and after the chunk's resend looked for what its earlier
+// attempt stored. The resend writes the records of that write at its
+// position first, so that of the two one applies: each record is stored
+// once. The chunk's 300 records fill 3 buckets, written in one round, one
+// command each; the second to arrive is the late one.
+func TestFaultsLateWrite(t *testing.T) {
+	const n, perBucket = 300, 100
+	chunk, _ := appSlice(t, n)
+	want := decodeFixture(t, chunk, parser.Options{})
+	lim := limits{perBucket, 64 << 10}
+	for _, c := range []struct {
+		name  string
+		fault error
+	}{{"timeout", errTimeout}, {"network", errNetwork}} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(lim.records, lim.bytes)
-			fs := &faultStore{Store: e.store(), failAt: failAt, err: c.err, apply: c.apply, down: true}
+			opt.WriteBatch = 1
+			fs := &faultStore{Store: e.store(), failAt: 2, err: c.fault, down: true, late: true}
 			s := e.newSink(opt, fs, fs.retry())
-			res := flushSink(t, s, "app.log", chunk, sink.Retry)
-			if res.Err == nil {
-				t.Errorf("retry without an error")
-			}
-			// The app records are 29 ms apart: the first 1000 share one
-			// window, so the group is written 100 records at a time, in order.
-			partial := checkBuckets(t, e.all("logs"), lim)
-			wantPartial := perBucket * (failAt - 1)
-			if c.apply {
-				wantPartial += perBucket
-			}
-			if len(partial) != wantPartial {
-				t.Fatalf("after the cut-off flush %d entries stored, want %d", len(partial), wantPartial)
-			}
-
+			flushSink(t, s, "app.log", chunk, sink.Retry)
 			fs.heal()
-			if c.restart {
-				s = e.newSink(opt, e.store(), fastRetry)
-			}
 			flushSink(t, s, "app.log", chunk, sink.Done)
-			// Each record counts once: stored by the attempt that saw its
-			// write acknowledged, or found stored by the resend.
-			wantFound := 0
-			switch {
-			case c.restart:
-				wantFound = wantPartial
-			case c.apply:
-				wantFound = perBucket
+			fs.mu.Lock()
+			held, lateErr := fs.held, fs.lateErr
+			fs.mu.Unlock()
+			if held != nil || lateErr != nil {
+				t.Fatalf("the late write was not applied (%v)", lateErr)
 			}
-			if tot := s.Totals(); tot.Records != n || tot.Stored != int64(n-wantFound) || tot.Found != int64(wantFound) || tot.Parked != 0 {
-				t.Errorf("totals %+v, want %d records: %d stored, %d already stored", tot, n, n-wantFound, wantFound)
+			if tot := s.Totals(); tot.Records != n || tot.Stored+tot.Found != n || tot.Parked != 0 {
+				t.Errorf("totals %+v, want %d records stored or already stored", tot, n)
 			}
 			entries := checkBuckets(t, e.all("logs"), lim)
 			sameEntries(t, entries, want)
 			checkSeqs(t, entries, n)
-			if dead := e.all("logs_dead"); len(dead) > 0 {
-				t.Errorf("%d records parked", len(dead))
+		})
+	}
+}
+
+// A chunk of identical records (a line repeated within the resolution of
+// its time) fills bucket 0 and then loses the write of bucket 1; sent
+// again, by the same sink or after a restart, the records found in bucket
+// 0 are not taken for the resend's own write there, though they are the
+// chunk's and equal to the records left: every record is stored once.
+func TestFaultsIdenticalRecordsResent(t *testing.T) {
+	const n, perBucket = 200, 100
+	_, recs := appSlice(t, 1)
+	chunk := join(slices.Repeat(recs, n))
+	want := decodeFixture(t, chunk, parser.Options{})
+	lim := limits{perBucket, 64 << 10}
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+			e := newDBEnv(t)
+			opt := sinkOptions(lim.records, lim.bytes)
+			opt.WriteBatch = 1
+			fs := &faultStore{Store: e.store(), failAt: 1, err: errNetwork, down: true,
+				match: func(ups []writer.Upsert) bool {
+					id, _ := ups[0].Filter.Lookup("_id").StringValueOK()
+					return strings.HasSuffix(id, "-1")
+				}}
+			s := e.newSink(opt, fs, fs.retry())
+			flushSink(t, s, "app.log", chunk, sink.Retry)
+			if got := len(checkBuckets(t, e.all("logs"), lim)); got != perBucket {
+				t.Fatalf("after the cut-off flush %d entries stored, want %d", got, perBucket)
 			}
+			fs.heal()
+			if restart {
+				s = e.newSink(opt, e.store(), fastRetry)
+			}
+			flushSink(t, s, "app.log", chunk, sink.Done)
+			sameEntries(t, checkBuckets(t, e.all("logs"), lim), want)
 		})
 	}
 }
@@ -122,24 +216,35 @@ func TestFaultsRetriedWithinFlush(t *testing.T) {
 		failAt int
 		times  int
 		race   bool // another writer fills the bucket just before failAt
+		batch  int  // write_batch
 	}{
-		{"write-conflict", conflict, false, 2, 0, false},
-		{"timeout", errTimeout, false, 2, 0, false},
-		{"timeout-applied", errTimeout, true, 2, 0, false},
-		{"network-applied-last", errNetwork, true, 3, 0, false},
+		// The chunk's 300 records fill 3 buckets, written in one round:
+		// with write_batch 1 as 3 commands, arriving in any order, the
+		// failAt-th of them failing; with write_batch 20 as one.
+		{"write-conflict", conflict, false, 2, 0, false, 1},
+		{"timeout", errTimeout, false, 2, 0, false, 1},
+		{"timeout-applied", errTimeout, true, 2, 0, false, 1},
+		{"network-applied-last", errNetwork, true, 3, 0, false, 1},
 		// Applied, then its repeat fails too: two dropped connections on
 		// one write with the server answering make its content suspect,
 		// and the halves find the whole write already there.
-		{"network-applied-then-suspect", errNetwork, true, 2, 2, false},
-		{"duplicate-key", dupKey, false, 2, 0, false},
-		{"duplicate-key-applied", dupKey, true, 1, 0, false},
-		{"race-bucket-filled", nil, false, 2, 0, true},
-		{"race-then-timeout-applied", errTimeout, true, 2, 0, true},
+		{"network-applied-then-suspect", errNetwork, true, 2, 2, false, 1},
+		{"duplicate-key", dupKey, false, 2, 0, false, 1},
+		{"duplicate-key-applied", dupKey, true, 1, 0, false, 1},
+		{"race-bucket-filled", nil, false, 2, 0, true, 1},
+		{"race-then-timeout-applied", errTimeout, true, 2, 0, true, 1},
+		{"one-command-write-conflict", conflict, false, 1, 0, false, 20},
+		{"one-command-timeout-applied", errTimeout, true, 1, 0, false, 20},
+		{"one-command-network-applied", errNetwork, true, 1, 0, false, 20},
+		{"one-command-network-applied-then-suspect", errNetwork, true, 1, 2, false, 20},
+		{"one-command-duplicate-key-applied", dupKey, true, 1, 0, false, 20},
+		{"one-command-race-then-timeout-applied", errTimeout, true, 1, 0, true, 20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(lim.records, lim.bytes)
+			opt.WriteBatch = c.batch
 			fs := &faultStore{Store: e.store(), failAt: c.failAt, err: c.err, apply: c.apply, times: c.times}
 			want := decodeFixture(t, mine, parser.Options{})
 			if c.race {
