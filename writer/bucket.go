@@ -264,50 +264,50 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 		return nil, err
 	}
 	js := jobs(stored)
-	byJob := make([][]*groupWrite, len(js))
-	var ws []*groupWrite
+	ends := make([]int, len(js)) // job i's writes are ws[ends[i-1]:ends[i]]
+	sts := make([]*groupState, len(js))
+	ws := make([]*groupWrite, 0, len(js))
 	defer func() {
 		for _, w := range ws {
 			w.putBuffer()
 		}
 	}()
-	if where == nil {
-		where = map[string]claims{}
-	}
 	for i, j := range js {
 		k := b.groupKey(j.Group)
-		st := held[k]
-		if st == nil {
+		if sts[i] = held[k]; sts[i] == nil {
 			return make([]Outcome, len(js)), fmt.Errorf("writing group %s: not among the chunk's groups", j.Group.ID)
 		}
-		if where[k] == nil {
-			where[k] = claims{}
-		}
-		byJob[i] = b.laneWrites(chunkID, j, st, where[k])
-		ws = append(ws, byJob[i]...)
+		ws = b.laneWrites(ws, chunkID, j, sts[i], where[k])
+		ends[i] = len(ws)
 	}
 	err = b.rounds(ctx, ws)
 	outs := make([]Outcome, len(js))
-	for i, lw := range byJob {
-		outs[i] = laneOutcome(lw, held[b.groupKey(js[i].Group)])
+	for i := range js {
+		from := 0
+		if i > 0 {
+			from = ends[i-1]
+		}
+		outs[i] = laneOutcome(ws[from:ends[i]], sts[i])
 	}
 	return outs, err
 }
 
-// laneWrites are the writes of job j: first one at the position of each
-// earlier write in doubt (see Doubt), with its records still to write;
-// then one per bucket the other records fill (see lanes), each on a state
-// of its own, or one on the group's state when an earlier attempt was
-// searching for content the server refuses. They share the group's claims.
-func (b *Buckets) laneWrites(chunkID string, j Job, st *groupState, c claims) []*groupWrite {
-	ws, rest := b.doubtWrites(chunkID, j, st, c)
+// laneWrites appends to dst the writes of job j: first one at the
+// position of each earlier write in doubt (see Doubt), with its records
+// still to write; then one per bucket the other records fill (see lanes),
+// each on a state of its own, or one on the group's state when an earlier
+// attempt was searching for content the server refuses, or when they fit
+// the group's bucket. They share the group's claims (c, or new ones: one
+// write alone takes no other write's position).
+func (b *Buckets) laneWrites(dst []*groupWrite, chunkID string, j Job, st *groupState, c claims) []*groupWrite {
+	ws, rest := b.doubtWrites(dst, chunkID, j, st, c)
 	j.Recs = rest
 	if len(j.Recs) > 0 {
-		plan := b.sizing(j.Group).split(j.Recs, st.seq, st.count, st.bytes)
-		if j.Limit > 0 || len(j.Drops) > 0 || len(plan) < 2 {
+		z := b.sizing(j.Group)
+		if j.Limit > 0 || len(j.Drops) > 0 || z.fit(j.Recs, st.count, st.bytes, 0) == len(j.Recs) {
 			ws = append(ws, b.newGroupWrite(chunkID, j, st))
 		} else {
-			for i, p := range plan {
+			for i, p := range z.split(j.Recs, st.seq, st.count, st.bytes) {
 				own := &groupState{seq: p.seq, count: p.count, bytes: p.bytes, known: st.known}
 				if i == 0 {
 					own.values = st.values
@@ -317,26 +317,29 @@ func (b *Buckets) laneWrites(chunkID string, j Job, st *groupState, c claims) []
 		}
 	}
 	var l *lanes
-	if len(ws) > 1 {
+	if len(ws)-len(dst) > 1 {
 		l = &lanes{group: b.groupKey(j.Group)}
+		if c == nil {
+			c = claims{}
+		}
 	}
-	for _, w := range ws {
+	for _, w := range ws[len(dst):] {
 		w.lanes, w.claims = l, c
 	}
 	return ws
 }
 
-// doubtWrites are the writes that settle j's doubts, each at its position
-// and in doubt, going on with the search for refused content where the
-// earlier attempt left it (j.Limit, j.Drops), and the records of j left
+// doubtWrites appends to ws the writes that settle j's doubts, each at its
+// position and in doubt, going on with the search for refused content where
+// the earlier attempt left it (j.Limit, j.Drops), and the records of j left
 // for the others. A doubt whose position the lookup found holding the
 // chunk's entries (c) is settled. Otherwise its write takes its records,
 // or, of identical records (which the lookup may match to any of their
-// copies), copies of them still to write. The group's state, a hint,
-// moves to where the bucket ends if the doubts' writes applied.
-func (b *Buckets) doubtWrites(chunkID string, j Job, st *groupState, c claims) ([]*groupWrite, []*parser.Record) {
+// copies), copies of them still to write. The group's state, a hint, moves
+// to where the bucket ends if the doubts' writes applied.
+func (b *Buckets) doubtWrites(ws []*groupWrite, chunkID string, j Job, st *groupState, c claims) ([]*groupWrite, []*parser.Record) {
 	if len(j.Doubts) == 0 {
-		return nil, j.Recs
+		return ws, j.Recs
 	}
 	docOf := make(map[int]string, len(j.Group.Records))
 	for _, r := range j.Group.Records {
@@ -362,7 +365,6 @@ func (b *Buckets) doubtWrites(chunkID string, j Job, st *groupState, c claims) (
 		}
 		return r
 	}
-	var ws []*groupWrite
 	for _, d := range j.Doubts {
 		if c.taken(d.Seq, d.Count) {
 			continue // found stored: the write applied

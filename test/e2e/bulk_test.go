@@ -23,6 +23,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/chunks"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 // commandLog keeps the commands a client sends.
@@ -379,11 +380,15 @@ func TestBulkOneRoundPerChunk(t *testing.T) {
 		chunk     []byte
 		kv        []string
 		warm      bool
-		wantStmts int // 0: as many as buckets touched
+		wantStmts int  // 0: as many as buckets touched
+		ordered   bool // each chunk's seqs rise within every bucket
 	}{
-		{"one key, fresh collection", oneKey, []string{"bucket_window", "0"}, false, 10},
-		{"one key, known group", oneKey, []string{"bucket_window", "0"}, true, 11},
-		{"app fixture by module", app, []string{"bucket_key", "module"}, true, 0},
+		// The one-key chunk holds the fixture twice: seq rises within each
+		// copy, whose 5000 records fill 5 buckets of their own when the
+		// collection is fresh.
+		{"one key, fresh collection", oneKey, []string{"bucket_window", "0"}, false, 10, true},
+		{"one key, known group", oneKey, []string{"bucket_window", "0"}, true, 11, false},
+		{"app fixture by module", app, []string{"bucket_key", "module"}, true, 0, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			const batch = 20
@@ -424,6 +429,33 @@ func TestBulkOneRoundPerChunk(t *testing.T) {
 			docs := e.all("logs")
 			want = append(want, decodeFixture(t, c.chunk, parser.Options{})...)
 			sameEntries(t, checkBuckets(t, docs, limits{1000, 1 << 20}), want)
+			if c.ordered {
+				inChunkOrder(t, docs)
+			}
 		})
+	}
+}
+
+// inChunkOrder checks that every bucket holds the entries each chunk wrote
+// there in the chunk's order: the app fixture's seq rises within the runs
+// of one chunk's tag.
+func inChunkOrder(t *testing.T, docs []bson.Raw) {
+	t.Helper()
+	for _, d := range docs {
+		var tag uint32
+		last := int64(-1)
+		for _, r := range writer.OpRuns(d) {
+			if r.Tag != tag {
+				tag, last = r.Tag, -1
+			}
+			for i, v := range r.Entries {
+				seq, _ := v.Document().Lookup("seq").AsInt64OK()
+				if seq <= last {
+					t.Errorf("bucket %v: entry %d has seq %d after %d", d.Lookup("_id"), r.At+i, seq, last)
+					return
+				}
+				last = seq
+			}
+		}
 	}
 }
