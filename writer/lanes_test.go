@@ -126,7 +126,7 @@ func TestDoubtWrites(t *testing.T) {
 		{Seq: 4, Count: 0, Recs: []int{20, 21, 22, 23, 24}},
 		{Seq: 2, Count: 0, Recs: []int{0, 1, 2}},
 	}}
-	ws := b.laneWrites("chunk", j, st, claims{})
+	ws := b.laneWrites(nil, "chunk", j, st, claims{})
 	var got []string
 	for _, w := range ws {
 		got = append(got, fmt.Sprintf("%d@%d:%d-%d doubt=%v", w.st.seq, w.st.count, w.recs[0].Index, w.recs[len(w.recs)-1].Index, w.doubt))
@@ -174,7 +174,7 @@ func TestDoubtWritesIdentical(t *testing.T) {
 	} {
 		st := &groupState{seq: 1, count: 3, known: true}
 		var got []string
-		for _, w := range b.laneWrites("chunk", j, st, c.claims) {
+		for _, w := range b.laneWrites(nil, "chunk", j, st, c.claims) {
 			got = append(got, fmt.Sprintf("%d@%d:%d-%d doubt=%v", w.st.seq, w.st.count, w.recs[0].Index, w.recs[len(w.recs)-1].Index, w.doubt))
 		}
 		if fmt.Sprint(got) != c.want {
