@@ -151,11 +151,10 @@ type Outcome struct {
 // Doubt is a write whose outcome an attempt of a chunk did not learn: the
 // records Recs (by index in the chunk) into bucket Seq at position Count,
 // the bucket then holding Bytes bytes, to which it adds Adds. It may still
-// apply, late. The
-// chunk's next attempt writes those of them still to write at that
-// position before anything else of the group: of two writes at one
-// position, one applies, so the records cannot be stored twice; a write
-// of them anywhere else could store them a second time.
+// apply, late. The chunk's next attempt writes those of them still to
+// write at that position before anything else of the group: of two writes
+// at one position, one applies, so the records cannot be stored twice; a
+// write of them anywhere else could store them a second time.
 type Doubt struct {
 	Seq, Count, Bytes, Adds int
 	Recs                    []int
