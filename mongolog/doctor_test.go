@@ -24,18 +24,13 @@ import (
 // doctor runs doctor on the target of keys and returns its findings.
 func doctor(t *testing.T, keys map[string]string, opt DoctorOptions) []Finding {
 	t.Helper()
-	cfg := config(t, keys)
-	db, closeFn, err := Connect(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
+	r := reader(t, keys)
 	if opt.Interval == 0 {
 		opt.Interval = 10 * time.Millisecond
 	}
 	var got []Finding
 	d := &Doctor{Opt: opt, Report: func(f Finding) { got = append(got, f) }}
-	if err := d.Check(context.Background(), &Reader{DB: db, Cfg: cfg}); err != nil {
+	if err := d.Check(context.Background(), r); err != nil {
 		t.Fatalf("doctor: %v", err)
 	}
 	return got

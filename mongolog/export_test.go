@@ -44,15 +44,9 @@ func exportData(t *testing.T, db *mongo.Database) (map[string]string, time.Time)
 // export runs Export in-process and returns what it did and reported.
 func export(t *testing.T, k map[string]string, opt ExportOptions) (Exported, []string, error) {
 	t.Helper()
-	cfg := config(t, k)
-	db, closeFn, err := Connect(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
 	var lines []string
 	opt.Report = func(s string) { lines = append(lines, s) }
-	res, err := (&Reader{DB: db, Cfg: cfg}).Export(context.Background(), opt)
+	res, err := reader(t, k).Export(context.Background(), opt)
 	return res, lines, err
 }
 
@@ -184,15 +178,9 @@ func TestExportDeterministic(t *testing.T) {
 		t.Errorf("the manifest of the fourth hour, without records: %+v", empty)
 	}
 	// The records as query prints them.
-	cfg := config(t, k)
-	cdb, closeFn, err := Connect(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeFn()
 	var want bytes.Buffer
 	p := &Printer{W: &want, Format: "json"}
-	if err := (&Reader{DB: cdb, Cfg: cfg}).Query(context.Background(), Query{From: day.Add(time.Hour), To: day.Add(2 * time.Hour)}, p.Print); err != nil {
+	if err := reader(t, k).Query(context.Background(), Query{From: day.Add(time.Hour), To: day.Add(2 * time.Hour)}, p.Print); err != nil {
 		t.Fatal(err)
 	}
 	var got []string

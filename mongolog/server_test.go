@@ -161,6 +161,19 @@ func config(t *testing.T, keys map[string]string) *conf.Config {
 	return cfg
 }
 
+// reader is a Reader of the target of keys, its connection closed when
+// the test ends.
+func reader(t *testing.T, keys map[string]string) *Reader {
+	t.Helper()
+	cfg := config(t, keys)
+	db, closeFn, err := Connect(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeFn)
+	return &Reader{DB: db, Cfg: cfg}
+}
+
 // rec is a JSON line stored at a time.
 type rec struct {
 	at   time.Time
