@@ -199,7 +199,10 @@ type lanePlan struct {
 //   - a position another lane took (stored or found its write at) is not
 //     this lane's earlier write, whatever entries it holds (claims).
 type lanes struct {
-	group string // the group's key
+	// group, the group's key, makes the struct non-empty: pointers to
+	// distinct zero-size values may compare equal, and plan tells the
+	// lanes of different groups apart by pointer.
+	group string
 }
 
 // claims are the positions ({seq, count}) in a group's buckets where
