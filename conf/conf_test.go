@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
 
 const testURI = "mongodb://localhost:27017"
@@ -79,7 +81,22 @@ func defaultConfig() *Config {
 		DeadLetterTTL:        30 * 24 * time.Hour,
 		CreateIndexes:        true,
 		PluginLogLevel:       LogInfo,
+		TargetMissing:        "unknown",
+		TargetOverflow:       "other",
+		TargetLimit:          1000,
+		Targets:              staticTargets("fluentbit", "logs", "logs_dead"),
 	}
+}
+
+// staticTargets are the templates of names without placeholders.
+func staticTargets(db, coll, dl string) Targets {
+	d, _ := target.ParseDatabase(db)
+	c, _ := target.Parse(coll)
+	l, _ := target.Parse(dl)
+	for _, t := range []*target.Template{d, c, l} {
+		t.Missing = "unknown"
+	}
+	return Targets{Database: d, Collection: c, DeadLetter: l}
 }
 
 func TestEmptyConfig(t *testing.T) {
@@ -348,12 +365,18 @@ func TestInvalidValues(t *testing.T) {
 		// names
 		{[]string{"database", "my.db"}, `database: invalid value "my.db": must not contain / \ . space " $ or NUL`},
 		{[]string{"database", "a b"}, `database: invalid value "a b": must not contain / \ . space " $ or NUL`},
-		{[]string{"database", "a$"}, `database: invalid value "a$": must not contain / \ . space " $ or NUL`},
+		{[]string{"database", "a$"}, `database: invalid value "a$": template: $ without TAG or a field name at column 2: a field name starts with a letter or _ (or is quoted: $['key']); a name cannot contain a literal $`},
+		{[]string{"database", "logs.$TAG"}, `database: invalid value "logs.$TAG": template: "." at column 5: a database name cannot contain / \ . space " $ or NUL`},
 		{[]string{"database", "a/b"}, `database: invalid value "a/b": must not contain / \ . space " $ or NUL`},
 		{[]string{"database", "a\x00"}, `database: invalid value "a\x00": must not contain / \ . space " $ or NUL`},
 		{[]string{"database", strings.Repeat("d", 64)}, `database: invalid value "` + strings.Repeat("d", 64) + `": must be shorter than 64 bytes`},
 		{[]string{"collection", "system.logs", "dead_letter_collection", "x"}, `collection: invalid value "system.logs": must not start with system. (reserved by MongoDB)`},
-		{[]string{"collection", "a$b", "dead_letter_collection", "x"}, `collection: invalid value "a$b": must not contain $ or NUL`},
+		{[]string{"collection", "a$", "dead_letter_collection", "x"}, `collection: invalid value "a$": template: $ without TAG or a field name at column 2: a field name starts with a letter or _ (or is quoted: $['key']); a name cannot contain a literal $`},
+		{[]string{"collection", "k8s_$a['b"}, `collection: invalid value "k8s_$a['b": template: unclosed quote at column 8`},
+		{[]string{"dead_letter_collection", "dead_$TAG[x]"}, `dead_letter_collection: invalid value "dead_$TAG[x]": template: tag part "x" at column 11: $TAG[N] takes a number N from 0 to 999`},
+		{[]string{"target_missing", "a.b"}, `target_missing: invalid value "a.b": must hold only letters, digits, _ and - (it becomes part of a database or collection name)`},
+		{[]string{"target_overflow", strings.Repeat("o", 65)}, `target_overflow: invalid value "` + strings.Repeat("o", 65) + `": must be at most 64 bytes`},
+		{[]string{"target_limit", "0"}, `target_limit: invalid value "0": must be a whole number between 1 and 100000`},
 		{[]string{"collection", strings.Repeat("c", 201)}, `collection: invalid value "` + strings.Repeat("c", 201) + `": must be at most 200 bytes`},
 		{[]string{"collection", strings.Repeat("c", 196)}, `dead_letter_collection: invalid value "` + strings.Repeat("c", 196) + `_dead": must be at most 200 bytes (this default is derived from collection; set dead_letter_collection)`},
 		{[]string{"collection", strings.Repeat("c", 192), "partition", "day", "dead_letter_collection", "x"}, `collection: invalid value "` + strings.Repeat("c", 192) + `": too long for partition day: <collection>_YYYYMMDD must be at most 200 bytes`},
@@ -529,7 +552,7 @@ func TestAllErrorsReportedTogether(t *testing.T) {
 	}
 
 	// Many at once, including the missing uri.
-	m := Map{"database": "a.b", "collection": "$x", "bucket_window": "7s", "write_concern": "0", "parser": "regex"}
+	m := Map{"database": "a.b", "collection": "$", "bucket_window": "7s", "write_concern": "0", "parser": "regex"}
 	_, err = Parse(m, noEnv, noFile)
 	if got := len(messages(err)); got != 6 {
 		t.Errorf("got %d messages, want 6: %q", got, messages(err))

@@ -85,8 +85,18 @@ type Config struct {
 	URI       string // the real connection string, credentials included: never log it, use Redacted
 	URISource string // the key that gave it: "uri", "uri_file" or "uri_env"
 
+	// Database, Collection and DeadLetterCollection are as written: a
+	// name, or a template (see Targets).
 	Database   string
 	Collection string
+	// Targets are the three names parsed as templates, each ready to
+	// resolve (Missing and Reserve set). TargetMissing stands for a
+	// placeholder without a usable value, TargetOverflow for the record
+	// placeholders of a record's target beyond TargetLimit distinct ones.
+	Targets        Targets
+	TargetMissing  string
+	TargetOverflow string
+	TargetLimit    int
 
 	Mode             Mode
 	BucketKey        []string      // field paths; empty means the tag
@@ -192,6 +202,7 @@ var ranges = map[string]bound{
 	"ttl_delete_rate":    wholeRange(1, 1000000),
 	"dead_letter_ttl":    durationRange(time.Minute, maxTTL).orZero("keep parked records").because("MongoDB's TTL limit"),
 	"partition_keep":     wholeRange(0, 1<<31-1),
+	"target_limit":       wholeRange(1, 100000),
 	"capped_size":        sizeRange(4*kib, noUpper).orZero("not capped"),
 	"capped_max":         wholeRange(0, 1<<31-1),
 }
@@ -297,8 +308,11 @@ var keyTable = []KeyDoc{
 	{"uri", "", "MongoDB connection string (`mongodb://` or `mongodb+srv://`). Exactly one of uri, uri_file, uri_env is required. Never logged: the password is shown as xxxxx."},
 	{"uri_file", "", "Path of a file holding the connection string (surrounding whitespace trimmed), e.g. a mounted secret."},
 	{"uri_env", "", "Name of an environment variable holding the connection string."},
-	{"database", "fluentbit", "Database name (non-empty, under 64 bytes, none of `/\\. \"$` or NUL)."},
-	{"collection", "logs", "Collection name (non-empty, at most 200 bytes, no `$` or NUL, not starting with `system.`)."},
+	{"database", "fluentbit", "Database name (non-empty, under 64 bytes, none of `/\\. \"$` or NUL), or a template of the tag and record fields such as `logs_$TAG[1]` (see Targets from the record)."},
+	{"collection", "logs", "Collection name (non-empty, at most 200 bytes, no `$` or NUL, not starting with `system.`), or a template such as `k8s_$kubernetes['namespace_name']` (see Targets from the record)."},
+	{"target_missing", "unknown", "Templates: the value of a placeholder whose value is missing, empty, or not a string, number or boolean (`[A-Za-z0-9_-]`, at most 64 bytes)."},
+	{"target_overflow", "other", "Templates: beyond target_limit targets, a record goes to its template's target with every record placeholder replaced by this (`[A-Za-z0-9_-]`, at most 64 bytes)."},
+	{"target_limit", "1000", "Templates: the most distinct (database, collection) targets one instance writes to ({range}); records of any further target go to the overflow target, with one warning a minute."},
 	{"mode", "bucket", "`bucket`: many records per document, grouped by bucket_key and bucket_window; `flat`: one document per record."},
 	{"bucket_key", "", "Comma-separated field paths (dotted, e.g. `kubernetes.pod_name`) that group records into buckets; empty means the tag. Bucket mode only."},
 	{"bucket_window", "1m", "Time window of a bucket: {range} and dividing 24h evenly (windows align with UTC days), or `0` for no window. Bucket mode only."},
@@ -314,7 +328,7 @@ var keyTable = []KeyDoc{
 	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk ({range}); past it the chunk is retried."},
 	{"connect_timeout", "10s", "Deadline for connecting to MongoDB ({range})."},
-	{"dead_letter_collection", "<collection>_dead", "Collection for records that cannot be written (poison records). Cannot be disabled; must differ from collection."},
+	{"dead_letter_collection", "<collection>_dead", "Collection for records that cannot be written (poison records), or a template (in the record's database). Cannot be disabled; must differ from collection."},
 	{"write_concern", "", "Write concern w: `majority` or {range}; empty means the server default. `0` is rejected: chunks are acknowledged only after confirmed writes. With `majority`, the reads that decide whether a write is already stored use read concern majority."},
 	{"write_journal", "", "Write concern j (on/off); empty means the server default."},
 	{"parser", "none", "Parse the line under parse_key: none, apache_common, apache_combined, apache_error, nginx_access, json, logfmt, regex."},
@@ -453,6 +467,9 @@ func (c *Config) settings() [][2]string {
 		{"uri_source", c.URISource},
 		{"database", c.Database},
 		{"collection", c.Collection},
+		{"target_missing", c.TargetMissing},
+		{"target_overflow", c.TargetOverflow},
+		{"target_limit", strconv.Itoa(c.TargetLimit)},
 		{"mode", string(c.Mode)},
 		{"bucket_key", strings.Join(c.BucketKey, ",")},
 		{"bucket_window", formatDuration(c.BucketWindow)},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
 
 // Error is one configuration problem. Its message is
@@ -78,8 +79,11 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 // readConnection reads where to connect and what to write to.
 func (r *reader) readConnection(c *Config, env func(string) string, readFile func(string) ([]byte, error)) {
 	c.URI, c.URISource = r.uri(env, readFile)
-	c.Database = r.name("database", checkDatabase)
-	c.Collection = r.name("collection", checkCollection)
+	c.Database = r.templateName("database", checkDatabase, target.ParseDatabase)
+	c.Collection = r.templateName("collection", checkCollection, target.Parse)
+	c.TargetMissing = r.targetValue("target_missing")
+	c.TargetOverflow = r.targetValue("target_overflow")
+	c.TargetLimit = r.integer("target_limit")
 }
 
 // readBuckets reads the document model and what a bucket holds.
@@ -437,7 +441,7 @@ func (r *reader) deadLetter(collection string) string {
 			return ""
 		}
 		v = collection + deadLetterSuffix
-		if why := checkCollection(v); why != "" {
+		if why := checkTemplate(v); why != "" {
 			r.invalid("dead_letter_collection", v, why+" (this default is derived from collection; set dead_letter_collection)")
 			return ""
 		}
@@ -448,7 +452,7 @@ func (r *reader) deadLetter(collection string) string {
 		r.invalid("dead_letter_collection", v, "cannot be disabled: records MongoDB rejects must be kept somewhere; give a collection name")
 		return ""
 	}
-	if !r.check("dead_letter_collection", v, checkCollection(v)) {
+	if !r.check("dead_letter_collection", v, checkTemplate(v)) {
 		return ""
 	}
 	return v
@@ -690,6 +694,7 @@ func (r *reader) combinations(c *Config) {
 		r.namespaceLengths(c)
 		r.deadLetterName(c)
 	}
+	r.targets(c)
 }
 
 // good reports whether none of keys had its own value rejected.
@@ -800,6 +805,13 @@ func (r *reader) fieldCombinations(c *Config) {
 // namespaceLengths checks the collection's name with any partition suffix
 // against MongoDB's limits.
 func (r *reader) namespaceLengths(c *Config) {
+	if isTemplate(c.Collection) {
+		return // every resolved name is fitted (see target.Template.Resolve)
+	}
+	dbLen := len(c.Database)
+	if isTemplate(c.Database) {
+		dbLen = maxDatabaseBytes
+	}
 	longest := c.Collection
 	if r.good("partition") && c.Partition != PartitionNone {
 		suffix := layout.Period(c.Partition).Suffix()
@@ -809,7 +821,7 @@ func (r *reader) namespaceLengths(c *Config) {
 				"<collection>"+suffix+" must be at most 200 bytes")
 		}
 	}
-	if len(c.Database)+1+len(longest) > maxNamespaceBytes {
+	if dbLen+1+len(longest) > maxNamespaceBytes {
 		r.invalid("collection", c.Collection, "<database>.<collection> (with any partition suffix) must be at most 255 bytes")
 	}
 }
@@ -830,6 +842,8 @@ func (r *reader) deadLetterName(c *Config) {
 		r.invalid("dead_letter_collection", dlValue, "must differ from collection")
 	case r.good("partition") && c.Partition != PartitionNone && layout.IsPartition(dl, c.Collection, layout.Period(c.Partition)):
 		r.invalid("dead_letter_collection", dlValue, "looks like a partition of collection and could be dropped with it; choose another name")
+	case isTemplate(dl) || isTemplate(c.Database):
+		// Fitted when resolved.
 	case len(c.Database)+1+len(dl) > maxNamespaceBytes:
 		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 255 bytes")
 	}

@@ -100,6 +100,9 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Targets.Templated() {
+		return nil, &conf.Error{Key: "collection", Value: cfg.Collection, Reason: "templates are not written to yet"}
+	}
 	name := cfg.InstanceName
 	if name == "" {
 		name = defaultName
