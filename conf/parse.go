@@ -440,7 +440,7 @@ func (r *reader) deadLetter(collection string) string {
 		if collection == "" { // collection was rejected: no default to derive
 			return ""
 		}
-		v = collection + deadLetterSuffix
+		v = derivedDeadLetter(collection)
 		if why := checkTemplate(v); why != "" {
 			r.invalid("dead_letter_collection", v, why+" (this default is derived from collection; set dead_letter_collection)")
 			return ""

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
@@ -24,6 +25,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
@@ -60,7 +62,10 @@ type Instance struct {
 	// last attempt that failed (both under retention).
 	retention    sync.RWMutex
 	kept, failed time.Time
-	keeper       *layout.Keeper
+	// keepers prepare the collections of each database written to (one
+	// unless database is a template), under keepersMu.
+	keepersMu sync.Mutex
+	keepers   map[string]*layout.Keeper
 
 	mu         sync.Mutex
 	lastReport time.Time
@@ -100,9 +105,6 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Targets.Templated() {
-		return nil, &conf.Error{Key: "collection", Value: cfg.Collection, Reason: "templates are not written to yet"}
-	}
 	name := cfg.InstanceName
 	if name == "" {
 		name = defaultName
@@ -141,14 +143,13 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		return nil, fmt.Errorf("uri: invalid value %q: %v", cfg.Redacted(), err)
 	}
 	db := client.Database(cfg.Database)
-	var store writer.Store = writer.MongoStore{DB: db, Majority: cfg.WriteConcern.Majority}
+	var store writer.Store = writer.MongoStore{DB: db, Qualified: qualified(cfg), Majority: cfg.WriteConcern.Majority}
 	if seams.Wrap != nil {
 		store = seams.Wrap(store)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
-		stats: stats, endpoint: endpoint}
-	in.keeper = layout.NewKeeper(ctx, db, log, layout.Limits{BurstLimit: cfg.TTLBurstLimit, Rate: cfg.TTLDeleteRate, Batch: cfg.WriteBatch})
+		stats: stats, endpoint: endpoint, keepers: map[string]*layout.Keeper{}}
 	in.info, _ = store.(writer.Informer)
 	opt.Setup = in.setup
 	if in.sink, err = sink.New(opt, store, writer.DefaultRetry, log); err != nil {
@@ -217,6 +218,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 	}
 	return sink.Options{
 		Mode:         sink.Mode(cfg.Mode),
+		Targets:      targets(cfg),
 		Collection:   cfg.Collection,
 		DeadLetter:   cfg.DeadLetterCollection,
 		Partitions:   layout.Partitions{Period: period(cfg.Partition), Keep: cfg.PartitionKeep},
@@ -296,10 +298,26 @@ func expiry(cfg *conf.Config) layout.Expiry {
 	return e
 }
 
-// spec is how the instance creates and keeps collection coll.
-func spec(cfg *conf.Config, coll string) layout.Spec {
+// qualified reports whether the sink's collection names hold their
+// database: database is a template.
+func qualified(cfg *conf.Config) bool { return cfg.Targets.Templated() && !cfg.Targets.Database.Static() }
+
+// targets are the sink's templates, nil when every record goes to the same
+// collection.
+func targets(cfg *conf.Config) *sink.Targets {
+	t := cfg.Targets
+	if !t.Templated() {
+		return nil
+	}
+	return &sink.Targets{Target: target.Target{Database: t.Database, Collection: t.Collection}, DeadLetter: t.DeadLetter,
+		Qualified: qualified(cfg), Limit: cfg.TargetLimit, Overflow: cfg.TargetOverflow}
+}
+
+// spec is how the instance creates and keeps a collection, or a
+// dead-letter collection.
+func spec(cfg *conf.Config, deadLetter bool) layout.Spec {
 	s := layout.Spec{Compression: cfg.Compression}
-	if coll == cfg.DeadLetterCollection {
+	if deadLetter {
 		if cfg.CreateIndexes && cfg.DeadLetterTTL > 0 {
 			s.TTLField, s.TTL = model.ParkedAt, cfg.DeadLetterTTL
 		}
@@ -328,11 +346,28 @@ func spec(cfg *conf.Config, coll string) layout.Spec {
 
 // setup prepares a collection before its first write, knowing first what
 // the server is.
-func (in *Instance) setup(ctx context.Context, coll string) error {
+func (in *Instance) setup(ctx context.Context, coll string, deadLetter bool) error {
 	if err := in.learnServer(ctx); err != nil {
 		return err
 	}
-	return in.keeper.Prepare(ctx, coll, spec(in.cfg, coll))
+	db := in.cfg.Database
+	if qualified(in.cfg) {
+		db, coll = writer.SplitNamespace(coll)
+	}
+	return in.keeper(db).Prepare(ctx, coll, spec(in.cfg, deadLetter))
+}
+
+// keeper is the keeper of database db's collections.
+func (in *Instance) keeper(db string) *layout.Keeper {
+	in.keepersMu.Lock()
+	defer in.keepersMu.Unlock()
+	k := in.keepers[db]
+	if k == nil {
+		k = layout.NewKeeper(in.ctx, in.client.Database(db), in.log,
+			layout.Limits{BurstLimit: in.cfg.TTLBurstLimit, Rate: in.cfg.TTLDeleteRate, Batch: in.cfg.WriteBatch})
+		in.keepers[db] = k
+	}
+	return k
 }
 
 // learnServer reads the server's buildInfo once, before the first write,
@@ -393,9 +428,19 @@ func (in *Instance) dropOldPartitions() {
 	}
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
 	defer cancel()
-	dropped, err := layout.DropOld(ctx, in.client.Database(in.cfg.Database), p, now)
-	for _, d := range dropped {
-		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Collection(oldest))
+	dbs, err := in.databases(ctx)
+	for _, db := range dbs {
+		var dropped []string
+		dropped, err = layout.DropOld(ctx, in.client.Database(db), p, now)
+		for _, d := range dropped {
+			if qualified(in.cfg) {
+				d = db + "." + d
+			}
+			in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Collection(oldest))
+		}
+		if err != nil {
+			break
+		}
 	}
 	if err != nil {
 		in.failed = now
@@ -405,8 +450,34 @@ func (in *Instance) dropOldPartitions() {
 	in.kept = oldest
 }
 
+// partitions are the instance's partitions: of its collection, or of every
+// name its collection template can give.
 func (in *Instance) partitions() layout.Partitions {
-	return layout.Partitions{Base: in.cfg.Collection, Period: period(in.cfg.Partition), Keep: in.cfg.PartitionKeep}
+	p := layout.Partitions{Base: in.cfg.Collection, Period: period(in.cfg.Partition), Keep: in.cfg.PartitionKeep}
+	if t := in.cfg.Targets.Collection; t != nil && !t.Static() {
+		p.Bases = t.Matches
+	}
+	return p
+}
+
+// databases are the databases the instance writes to: its database, or
+// those existing whose names its database template can give.
+func (in *Instance) databases(ctx context.Context) ([]string, error) {
+	t := in.cfg.Targets.Database
+	if t == nil || t.Static() {
+		return []string{in.cfg.Database}, nil
+	}
+	names, err := in.client.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		return nil, fmt.Errorf("listing databases: %w", err)
+	}
+	var out []string
+	for _, n := range names {
+		if t.Matches(n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 func period(p conf.Partition) layout.Period {
@@ -451,7 +522,11 @@ func (in *Instance) exit() {
 		<-done
 	}
 	in.bg.Wait()
-	in.keeper.Wait()
+	in.keepersMu.Lock()
+	for _, k := range in.keepers {
+		k.Wait()
+	}
+	in.keepersMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), exitGrace)
 	defer cancel()
 	if err := in.client.Disconnect(ctx); err != nil {

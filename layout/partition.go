@@ -50,6 +50,9 @@ type Partitions struct {
 	Base   string
 	Period Period
 	Keep   int
+	// Bases, when set, stands for Base in Owns and DropOld: the
+	// partitions of every base it accepts (a templated collection's).
+	Bases func(base string) bool
 }
 
 // Collection is where a document of time t goes.
@@ -99,7 +102,24 @@ func (p Partitions) Oldest(now time.Time) time.Time {
 
 // Owns reports whether name is a partition of p (of any time).
 func (p Partitions) Owns(name string) bool {
-	return p.Period != None && IsPartition(name, p.Base, p.Period)
+	_, ok := p.Split(name)
+	return ok
+}
+
+// Split is the base of partition name of p, ok false when name is not one.
+func (p Partitions) Split(name string) (base string, ok bool) {
+	n := len(p.Period.Suffix())
+	if p.Period == None || len(name) <= n {
+		return "", false
+	}
+	base = name[:len(name)-n]
+	if !IsPartition(name, base, p.Period) {
+		return "", false
+	}
+	if p.Bases != nil {
+		return base, p.Bases(base)
+	}
+	return base, base == p.Base
 }
 
 // IsPartition reports whether name has the form of a partition of base for
@@ -134,10 +154,13 @@ func DropOld(ctx context.Context, db *mongo.Database, p Partitions, now time.Tim
 	if err != nil {
 		return nil, err
 	}
-	oldest := p.Collection(p.Oldest(now)) // the names sort as their periods
+	q := p
+	q.Base = ""
+	oldest := q.Collection(p.Oldest(now)) // the suffixes sort as their periods
 	var dropped []string
 	for _, n := range names {
-		if !p.Owns(n) || n >= oldest {
+		base, ok := p.Split(n)
+		if !ok || n[len(base):] >= oldest {
 			continue
 		}
 		if err := db.Collection(n).Drop(ctx); err != nil {

@@ -30,6 +30,8 @@ var (
 		"Records a flush found stored by an earlier process, or by an earlier attempt whose reply was lost, and not counted as stored.")
 	parked = counter("out_mongodb_records_parked_total",
 		"Records parked in the dead-letter collection with their reason.")
+	overflowed = counter("out_mongodb_records_overflowed_total",
+		"Records sent to an overflow target: their own target would have been a new one beyond target_limit.")
 	chunks = counter("out_mongodb_chunks_total",
 		"Flushes by result: ok (every record stored or parked), retry (given back to Fluent Bit), error (given up; the plugin never does).", "result")
 	retries = counter("out_mongodb_retries_total",
@@ -73,7 +75,7 @@ func For(name string) *Output {
 	for _, r := range []string{"ok", "retry", "error"} {
 		chunks.WithLabelValues(name, r)
 	}
-	for _, c := range []*prometheus.CounterVec{records, stored, already, parked, created, commands} {
+	for _, c := range []*prometheus.CounterVec{records, stored, already, parked, overflowed, created, commands} {
 		c.WithLabelValues(name)
 	}
 	flushSeconds.WithLabelValues(name)
@@ -93,6 +95,7 @@ func (o *Output) OnWrite(delta int) {
 func (o *Output) Flushed(res sink.Result, took time.Duration) {
 	if res.New {
 		records.WithLabelValues(o.name).Add(float64(res.Records))
+		overflowed.WithLabelValues(o.name).Add(float64(res.Overflowed))
 	}
 	stored.WithLabelValues(o.name).Add(float64(res.Stored))
 	already.WithLabelValues(o.name).Add(float64(res.Found))

@@ -16,7 +16,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var groups []*bucketer.Group
 	colls, parts := s.route(f)
 	for i, coll := range colls {
-		if err := s.prepare(ctx, coll); err != nil {
+		if err := s.prepare(ctx, coll, false); err != nil {
 			return err
 		}
 		groups = append(groups, s.groupsIn(coll, f.tag, parts[i])...)

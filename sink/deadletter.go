@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
@@ -22,42 +21,67 @@ const maxParkedRaw = 1 << 20
 // document the server refused.
 const reducedRaw = 1 << 10
 
-// letter is one record to park.
+// letter is one record to park: index is its index in the chunk, -1 for
+// the corrupt rest.
 type letter struct {
 	key, reason, format string
+	index               int
 	t                   time.Time
 	raw                 []byte
 }
 
 // park stores the records that cannot be stored normally in the
-// dead-letter collection, each with its reason. A dead-letter document the
-// server refuses is stored reduced (reason, sizes, the first bytes); if
-// even that is refused, the chunk is retried: nothing is dropped.
+// dead-letter collection (of each, with templates), each with its reason.
 func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 	b := f.batch
 	var letters []letter
 	for _, bad := range b.Bad {
-		letters = append(letters, letter{fmt.Sprint(bad.Index), bad.Reason, "msgpack", bad.Time, bad.Raw})
+		letters = append(letters, letter{fmt.Sprint(bad.Index), bad.Reason, "msgpack", bad.Index, bad.Time, bad.Raw})
 	}
+	var byIndex map[int]int // position in b.Records by record index
 	if len(f.parked) > 0 {
-		byIndex := make(map[int]*parser.Record, len(b.Records))
+		byIndex = make(map[int]int, len(b.Records))
 		for i := range b.Records {
-			byIndex[b.Records[i].Index] = &b.Records[i]
+			byIndex[b.Records[i].Index] = i
 		}
 		for _, p := range f.parked {
-			if r := byIndex[p.Index]; r != nil {
-				letters = append(letters, letter{fmt.Sprint(p.Index), p.Reason, "bson", r.Time, r.Doc})
+			if i, ok := byIndex[p.Index]; ok {
+				r := &b.Records[i]
+				letters = append(letters, letter{fmt.Sprint(p.Index), p.Reason, "bson", p.Index, r.Time, r.Doc})
 			}
 		}
 	}
 	if c := b.Corrupt; c != nil {
-		letters = append(letters, letter{fmt.Sprintf("corrupt@%d", c.Offset), c.Error(), "msgpack", time.Time{}, b.Rest})
+		letters = append(letters, letter{fmt.Sprintf("corrupt@%d", c.Offset), c.Error(), "msgpack", -1, time.Time{}, b.Rest})
 	}
 	res.Parked = len(letters)
 	if len(letters) == 0 {
 		return nil
 	}
-	if err := s.prepare(ctx, s.opt.DeadLetter); err != nil {
+	collOf := s.deadLetterOf(f, byIndex)
+	var colls []string
+	byColl := map[string][]letter{}
+	for _, l := range letters {
+		c := collOf(&l)
+		if byColl[c] == nil {
+			colls = append(colls, c)
+		}
+		byColl[c] = append(byColl[c], l)
+	}
+	for _, c := range colls {
+		if err := s.parkIn(ctx, f, c, byColl[c]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// parkIn stores letters in dead-letter collection coll. A dead-letter
+// document the server refuses is stored reduced (reason, sizes, the first
+// bytes); if even that is refused, the chunk is retried: nothing is
+// dropped.
+func (s *Sink) parkIn(ctx context.Context, f *flush, coll string, letters []letter) error {
+	if err := s.prepare(ctx, coll, true); err != nil {
 		return err
 	}
 	now := time.Now().UTC()
@@ -65,7 +89,7 @@ func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 	for i, l := range letters {
 		docs[i] = s.deadLetter(f, l, now, maxParkedRaw, "")
 	}
-	ins, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, docs, s.retry, 0, nil)
+	ins, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, 0, nil)
 	if err != nil {
 		return fmt.Errorf("parking %d records: %w", len(letters), err)
 	}
@@ -75,18 +99,18 @@ func (s *Sink) park(ctx context.Context, f *flush, res *Result) error {
 		for i, r := range refused {
 			reduced[i] = s.deadLetter(f, letters[r.Index], now, reducedRaw, r.Reason)
 		}
-		again, err := writer.InsertAll(ctx, s.store, s.opt.DeadLetter, reduced, s.retry, 0, nil)
+		again, err := writer.InsertAll(ctx, s.store, coll, reduced, s.retry, 0, nil)
 		if err != nil {
 			return fmt.Errorf("parking %d reduced records: %w", len(reduced), err)
 		}
 		f.found = f.found || again.Existed > 0
 		if len(again.Refused) > 0 {
-			return fmt.Errorf("dead-letter collection %s refuses even a reduced record: %s", s.opt.DeadLetter, again.Refused[0].Reason)
+			return fmt.Errorf("dead-letter collection %s refuses even a reduced record: %s", coll, again.Refused[0].Reason)
 		}
 		s.log.Warnf("dead-letter collection %s refused %d records whole (first: %s); stored them reduced to their reason, sizes and first %d bytes",
-			s.opt.DeadLetter, len(refused), refused[0].Reason, reducedRaw)
+			coll, len(refused), refused[0].Reason, reducedRaw)
 	}
-	s.log.Warnf("chunk %s (tag %q): %d records parked in %s (first reason: %s)", f.id, f.tag, len(letters), s.opt.DeadLetter, letters[0].reason)
+	s.log.Warnf("chunk %s (tag %q): %d records parked in %s (first reason: %s)", f.id, f.tag, len(letters), coll, letters[0].reason)
 	return nil
 }
 

@@ -18,7 +18,7 @@ import (
 func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 	colls, parts := s.route(f)
 	for i, coll := range colls {
-		if err := s.prepare(ctx, coll); err != nil {
+		if err := s.prepare(ctx, coll, false); err != nil {
 			return err
 		}
 		all := make([]*parser.Record, len(parts[i]))

@@ -13,9 +13,9 @@ import (
 
 // holds reports whether anything of generation gen of a content is
 // stored: in its buckets or flat documents, or in the dead letters.
-func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, batch *parser.Batch) (bool, error) {
+func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests []dest) (bool, error) {
 	id := GenID(content, gen)
-	f := &flush{id: id, tag: tag, batch: batch, prev: &memo{}, limits: map[string]int{}}
+	f := &flush{id: id, tag: tag, batch: batch, dests: dests, prev: &memo{}, limits: map[string]int{}}
 	colls, parts := s.route(f)
 	if s.opt.Mode == ModeFlat {
 		s.reid(batch, id)
@@ -39,10 +39,37 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 	lo, hi := id+":", id+";" // dead-letter ids are id:key
 	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument(model.ID, bsoncore.NewDocumentBuilder().
 		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
-	var docs []bson.Raw
-	err := s.retry.Do(ctx, func() (err error) {
-		docs, err = s.store.Find(ctx, s.opt.DeadLetter, filter, writer.Query{Projection: writer.IDProjection, Limit: 1})
-		return err
-	})
-	return len(docs) > 0, err
+	for _, dl := range s.deadLetters(f) {
+		var docs []bson.Raw
+		err := s.retry.Do(ctx, func() (err error) {
+			docs, err = s.store.Find(ctx, dl, filter, writer.Query{Projection: writer.IDProjection, Limit: 1})
+			return err
+		})
+		if err != nil || len(docs) > 0 {
+			return len(docs) > 0, err
+		}
+	}
+	return false, nil
+}
+
+// deadLetters lists the dead-letter collections the records of f may be
+// parked in, each once.
+func (s *Sink) deadLetters(f *flush) []string {
+	if s.router == nil {
+		return []string{s.opt.DeadLetter}
+	}
+	of := s.deadLetterOf(f, nil)
+	seen := map[string]bool{}
+	var out []string
+	add := func(l letter) {
+		if c := of(&l); !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	add(letter{index: -1})
+	for i := range f.batch.Records {
+		add(letter{index: f.batch.Records[i].Index})
+	}
+	return out
 }

@@ -3,32 +3,41 @@ package sink
 import (
 	"fmt"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 // route splits records by the collection they go to, in order of first
-// appearance. With partition_keep, records older than the kept range (at
-// the time of the flush) are parked instead: their partition is dropped,
-// or about to be.
+// appearance: their target (see Targets), or the time partition of it.
+// With partition_keep, records older than the kept range (at the time of
+// the flush) are parked instead: their partition is dropped, or about to
+// be.
 func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
 	recs := f.batch.Records
 	p := s.opt.Partitions
-	if p.Period == layout.None {
+	if p.Period == layout.None && f.dests == nil {
 		return []string{s.opt.Collection}, [][]parser.Record{recs}
 	}
-	p.Base = s.opt.Collection
 	oldest := p.Oldest(s.opt.Now())
 	at := map[string]int{}
 	for i := range recs {
 		r := &recs[i]
-		if r.Time.Before(oldest) {
-			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: fmt.Sprintf(
-				"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Collection(oldest))})
-			continue
+		c := s.opt.Collection
+		if f.dests != nil {
+			c = f.dests[i].coll
 		}
-		c := p.Collection(r.Time)
+		if p.Period != layout.None {
+			p.Base = c
+			if r.Time.Before(oldest) {
+				f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: fmt.Sprintf(
+					"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Collection(oldest))})
+				continue
+			}
+			c = p.Collection(r.Time)
+		}
 		j, ok := at[c]
 		if !ok {
 			j = len(colls)
@@ -39,4 +48,45 @@ func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
 		parts[j] = append(parts[j], *r)
 	}
 	return colls, parts
+}
+
+// dests resolves where each record of b goes, when targets are templates
+// (nil otherwise), and reports the records sent to an overflow target.
+func (s *Sink) dests(tag string, b *parser.Batch, res *Result) []dest {
+	if s.router == nil {
+		return nil
+	}
+	dests, over := s.router.dests(tag, b)
+	if !res.New {
+		return dests
+	}
+	res.Overflowed = over
+	if n := s.router.overflowed(over, s.opt.Now()); n > 0 {
+		s.log.Warnf("%d records went to an overflow target since the last report: their own target would be a new one beyond target_limit %d "+
+			"(their record placeholders are replaced by target_overflow %q); raise target_limit, or template fewer distinct values",
+			n, s.opt.Targets.Limit, s.opt.Targets.Overflow)
+	}
+	return dests
+}
+
+// deadLetterOf gives the dead-letter collection of a letter of f; byIndex
+// holds the positions in f.batch.Records by record index (nil: built
+// here).
+func (s *Sink) deadLetterOf(f *flush, byIndex map[int]int) func(l *letter) string {
+	if s.router == nil {
+		return func(*letter) string { return s.opt.DeadLetter }
+	}
+	if byIndex == nil {
+		byIndex = make(map[int]int, len(f.batch.Records))
+		for i := range f.batch.Records {
+			byIndex[f.batch.Records[i].Index] = i
+		}
+	}
+	return func(l *letter) string {
+		if i, ok := byIndex[l.index]; ok && l.index >= 0 {
+			r := &f.batch.Records[i]
+			return s.router.deadLetter(f.tag, bson.Raw(r.Doc), f.dests[i])
+		}
+		return s.router.deadLetter(f.tag, nil, s.router.resolve(f.tag, nil))
+	}
 }

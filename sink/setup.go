@@ -14,9 +14,10 @@ import (
 // up writes) waits before Setup is tried again.
 const setupRetry = 5 * time.Minute
 
-// prepare runs Setup once per collection. s.ready holds true for a prepared
-// collection, or the time of a failed attempt.
-func (s *Sink) prepare(ctx context.Context, coll string) error {
+// prepare runs Setup once per collection (deadLetter: a dead-letter
+// collection). s.ready holds true for a prepared collection, or the time
+// of a failed attempt.
+func (s *Sink) prepare(ctx context.Context, coll string, deadLetter bool) error {
 	if s.opt.Setup == nil {
 		return nil
 	}
@@ -25,7 +26,7 @@ func (s *Sink) prepare(ctx context.Context, coll string) error {
 			return nil
 		}
 	}
-	err := s.opt.Setup(ctx, coll)
+	err := s.opt.Setup(ctx, coll, deadLetter)
 	var required *layout.Required
 	switch {
 	case err == nil:

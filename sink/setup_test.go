@@ -17,7 +17,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
-func setupSink(t *testing.T, setup func(context.Context, string) error) (*Sink, []byte) {
+func setupSink(t *testing.T, setup func(context.Context, string, bool) error) (*Sink, []byte) {
 	t.Helper()
 	chunk, err := os.ReadFile("../test/testdata/chunk-dummy-3.msgpack")
 	if err != nil {
@@ -40,7 +40,7 @@ func setupSink(t *testing.T, setup func(context.Context, string) error) (*Sink, 
 // is logged and the chunk written; Setup is not tried again at every flush.
 func TestSetupFailureDoesNotBlockWrites(t *testing.T) {
 	calls := 0
-	s, chunk := setupSink(t, func(context.Context, string) error {
+	s, chunk := setupSink(t, func(context.Context, string, bool) error {
 		calls++
 		return errors.New("TTL indexes are not implemented")
 	})
@@ -59,7 +59,7 @@ func TestSetupFailureDoesNotBlockWrites(t *testing.T) {
 func TestSetupRequiredRetriesTheChunk(t *testing.T) {
 	fail := true
 	calls := 0
-	s, chunk := setupSink(t, func(context.Context, string) error {
+	s, chunk := setupSink(t, func(context.Context, string, bool) error {
 		calls++
 		if fail {
 			return &layout.Required{Err: errors.New("cannot create capped collection")}
@@ -82,7 +82,7 @@ func TestSetupRequiredRetriesTheChunk(t *testing.T) {
 // back, and the next flush runs Setup again (not only after setupRetry).
 func TestSetupUnreachableRetriesTheChunk(t *testing.T) {
 	calls := 0
-	s, chunk := setupSink(t, func(ctx context.Context, coll string) error {
+	s, chunk := setupSink(t, func(ctx context.Context, coll string, _ bool) error {
 		calls++
 		if calls == 1 {
 			return fmt.Errorf("creating index on %s: server selection error: %w", coll, context.DeadlineExceeded)
@@ -122,7 +122,7 @@ func TestSetupDuringStepDownRetriesTheChunk(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			calls := 0
-			s, chunk := setupSink(t, func(ctx context.Context, coll string) error {
+			s, chunk := setupSink(t, func(ctx context.Context, coll string, _ bool) error {
 				calls++
 				if calls == 1 {
 					return fmt.Errorf("creating index {key: 1, start: 1} on %s: %w", coll, c.err)
@@ -146,7 +146,7 @@ func TestSetupDuringStepDownRetriesTheChunk(t *testing.T) {
 // logged and the chunk written, as before.
 func TestSetupRefusedWritesAnyway(t *testing.T) {
 	calls := 0
-	s, chunk := setupSink(t, func(context.Context, string) error {
+	s, chunk := setupSink(t, func(context.Context, string, bool) error {
 		calls++
 		return mongo.CommandError{Code: 115, Name: "CommandNotSupported", Message: "TTL indexes are not implemented"}
 	})

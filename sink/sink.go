@@ -60,7 +60,11 @@ type Options struct {
 	// *layout.Required error or a passing one (errclass.Kind.Passing: no
 	// answer, an election): then the chunk is retried, and the next flush
 	// runs Setup again.
-	Setup func(ctx context.Context, coll string) error
+	Setup func(ctx context.Context, coll string, deadLetter bool) error
+	// Targets, when set, name each record's collection and dead-letter
+	// collection from its tag and fields, in place of Collection and
+	// DeadLetter.
+	Targets *Targets
 }
 
 // Logger receives the sink's log lines.
@@ -100,11 +104,15 @@ type Result struct {
 	Parked  int // records parked in the dead-letter collection (0 unless Done)
 	Groups  int // bucket groups touched
 	Created int // buckets this flush created
+	// Overflowed: records sent to an overflow target (see Targets.Limit);
+	// counted at the chunk's first attempt only, as Records is.
+	Overflowed int
 }
 
 // Sink writes chunks. It is safe for concurrent use.
 type Sink struct {
 	opt     Options
+	router  *router // nil: every record goes to Collection
 	store   writer.Store
 	dec     *parser.Decoder
 	buckets *writer.Buckets
@@ -126,7 +134,7 @@ type Sink struct {
 // however many attempts it takes; Retries counts the attempts that ended
 // in Retry.
 type Totals struct {
-	Chunks, Records, Stored, Found, Parked, Retries, ParseFailures int64
+	Chunks, Records, Stored, Found, Parked, Retries, ParseFailures, Overflowed int64
 }
 
 // New builds a sink. It does no I/O.
@@ -147,7 +155,7 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 		return nil, err
 	}
 	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1)), onWrite: opt.OnWrite}
-	s := &Sink{opt: opt, store: store, dec: dec, retry: retry, log: log,
+	s := &Sink{opt: opt, router: newRouter(opt.Targets), store: store, dec: dec, retry: retry, log: log,
 		unfinished: newBounded[*memo](maxRemembered), flushing: map[string]*chunkLock{},
 		contents: newContents(maxContents)}
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
@@ -180,6 +188,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	defer s.lockChunk(content)()
 	occ, known := s.contents.get(content)
 	res.New = !occ.retried
+	dests := s.dests(tag, batch, &res)
 	occ.newest = newestTime(batch)
 	// probe: the generation to complete is the newest one stored, which
 	// this process does not know yet.
@@ -187,14 +196,14 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	var f *flush
 	var err error
 	for {
-		f, err = s.flushGen(ctx, content, occ.gen, tag, batch, &res)
+		f, err = s.flushGen(ctx, content, occ.gen, tag, batch, dests, &res)
 		if err != nil || !probe || !f.found {
 			break
 		}
 		// Something of this generation was stored already: a later one
 		// may be the one an earlier process was writing.
 		var later bool
-		if later, err = s.holds(ctx, content, occ.gen+1, tag, batch); err != nil || !later {
+		if later, err = s.holds(ctx, content, occ.gen+1, tag, batch, dests); err != nil || !later {
 			break
 		}
 		// The chunk's records are those of the later generation: what
@@ -222,12 +231,12 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 
 // flushGen writes generation gen of a chunk's content: what earlier
 // attempts of it did not store.
-func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, res *Result) (*flush, error) {
+func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests []dest, res *Result) (*flush, error) {
 	id := GenID(content, gen)
 	if gen > 0 && s.opt.Mode == ModeFlat {
 		s.reid(batch, id)
 	}
-	f := &flush{id: id, tag: tag, batch: batch, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{},
+	f := &flush{id: id, tag: tag, batch: batch, dests: dests, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{},
 		doubts: map[string][]writer.Doubt{}}
 	var err error
 	stored := res.Stored
@@ -260,6 +269,7 @@ func (s *Sink) account(b *parser.Batch, res *Result, err error) {
 	s.totals.Stored += int64(res.Stored)
 	s.totals.Found += int64(res.Found)
 	s.totals.Parked += int64(res.Parked)
+	s.totals.Overflowed += int64(res.Overflowed)
 	if err != nil {
 		s.totals.Retries++
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 func TestParse(t *testing.T) {
@@ -147,5 +149,30 @@ func TestParseDatabase(t *testing.T) {
 	// A collection's own rules do not apply to a database.
 	if _, err := ParseDatabase("system_x"); err != nil {
 		t.Errorf("ParseDatabase(system_x): %v", err)
+	}
+}
+
+// Suffixed keeps the suffix literal and the names the same.
+func TestSuffixed(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"k_$ns", "k_$['ns']_dead"},
+		{"$TAG[1]_$a['b c']", "$TAG[1]_$['a']['b c']_dead"},
+		{"$a['it''s']", "$['a']['it''s']_dead"},
+		{"logs", "logs_dead"},
+		{"$TAG", "$TAG_dead"},
+	} {
+		tm := mustParse(t, c.src, Collection)
+		got := tm.Suffixed("_dead")
+		if got != c.want {
+			t.Errorf("%q.Suffixed = %q, want %q", c.src, got, c.want)
+			continue
+		}
+		again := mustParse(t, got, Collection)
+		rec := doc(t, bson.D{{Key: "ns", Value: "x"}, {Key: "a", Value: bson.D{{Key: "b c", Value: "y"}, {Key: "it's", Value: "z"}}}})
+		n1, _ := tm.Resolve("t.u", rec)
+		n2, _ := again.Resolve("t.u", rec)
+		if n2 != n1+"_dead" {
+			t.Errorf("%q gives %q, %q gives %q", c.src, n1, got, n2)
+		}
 	}
 }

@@ -12,6 +12,7 @@ package target
 import (
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Kind says which MongoDB name a template makes.
@@ -140,4 +141,28 @@ func (e *Error) Error() string {
 		s += ": " + e.Why
 	}
 	return s
+}
+
+// Suffixed is the source text of a template that gives t's names followed
+// by the literal text lit, as t's own source + lit might not: in
+// "$ns" + "_dead" the field would read ns_dead. Field placeholders are
+// written quoted ($['ns']), the rest as parsed.
+func (t *Template) Suffixed(lit string) string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		switch p.kind {
+		case literal:
+			b.WriteString(p.text)
+		case wholeTag:
+			b.WriteString("$TAG")
+		case tagPart:
+			b.WriteString("$TAG[" + strconv.Itoa(p.index) + "]")
+		case field:
+			b.WriteByte('$')
+			for _, k := range p.path {
+				b.WriteString("['" + strings.ReplaceAll(k, "'", "''") + "']")
+			}
+		}
+	}
+	return b.String() + lit
 }

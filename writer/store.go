@@ -2,6 +2,7 @@ package writer
 
 import (
 	"context"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -38,18 +39,38 @@ type Query struct {
 	Limit      int64    // 0: all
 }
 
-// MongoStore is the Store of one MongoDB database.
+// MongoStore is the Store of one MongoDB database, or with Qualified of
+// any database of its client.
 type MongoStore struct {
 	DB *mongo.Database
+	// Qualified: collection names are "<database>.<collection>" (see
+	// SplitNamespace).
+	Qualified bool
 	// Majority reads with read concern majority: a write whose write
 	// concern failed is then confirmed by a read only once a majority of
 	// the replica set holds it. Set it with write_concern majority.
 	Majority bool
 }
 
+// SplitNamespace splits "<database>.<collection>" at its first dot (a
+// database name has none).
+func SplitNamespace(ns string) (db, coll string) {
+	db, coll, _ = strings.Cut(ns, ".")
+	return db, coll
+}
+
+// collection is the collection the store names coll.
+func (s MongoStore) collection(coll string, opts ...options.Lister[options.CollectionOptions]) *mongo.Collection {
+	if s.Qualified {
+		db, c := SplitNamespace(coll)
+		return s.DB.Client().Database(db).Collection(c, opts...)
+	}
+	return s.DB.Collection(coll, opts...)
+}
+
 func (s MongoStore) Upserts(ctx context.Context, coll string, ups []Upsert) []error {
 	errs := make([]error, len(ups))
-	c := s.DB.Collection(coll)
+	c := s.collection(coll)
 	if len(ups) == 1 {
 		_, errs[0] = c.UpdateOne(ctx, ups[0].Filter, ups[0].Update, options.UpdateOne().SetUpsert(true))
 		return errs
@@ -74,7 +95,7 @@ func (s MongoStore) Find(ctx context.Context, coll string, filter bson.Raw, q Qu
 	if q.Limit > 0 {
 		fo.SetLimit(q.Limit)
 	}
-	cur, err := s.DB.Collection(coll, copts...).Find(ctx, filter, fo)
+	cur, err := s.collection(coll, copts...).Find(ctx, filter, fo)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +111,7 @@ func (s MongoStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw
 	if len(docs) == 0 {
 		return nil
 	}
-	_, err := s.DB.Collection(coll).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	_, err := s.collection(coll).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	return err
 }
 

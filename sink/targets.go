@@ -1,0 +1,138 @@
+package sink
+
+import (
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+)
+
+// Targets name each record's collection and dead-letter collection from
+// templates of its tag and fields (see package target).
+type Targets struct {
+	Target     target.Target    // the database and collection templates
+	DeadLetter *target.Template // the dead-letter collection's, in the record's database
+	// Qualified: names are "<database>.<collection>" (the database is a
+	// template; see writer.SplitNamespace); else collections of the
+	// store's database.
+	Qualified bool
+	// Limit bounds the distinct targets (see target.Set); a record whose
+	// target would be a new one beyond it goes to the overflow target:
+	// its record placeholders replaced by Overflow, and when that one is
+	// new beyond the limit too, its tag as well (the tag taken to be
+	// Overflow), a name that is always admitted.
+	Limit    int
+	Overflow string
+}
+
+// overflowWarnEvery is how often the records sent to an overflow target
+// are reported.
+const overflowWarnEvery = time.Minute
+
+// router resolves targets. It is safe for concurrent use.
+type router struct {
+	t   *Targets
+	set *target.Set
+
+	mu       sync.Mutex
+	over     int64 // records sent to an overflow target since the last warning
+	lastWarn time.Time
+}
+
+func newRouter(t *Targets) *router {
+	if t == nil {
+		return nil
+	}
+	return &router{t: t, set: target.NewSet(t.Limit)}
+}
+
+// dest is where one record goes.
+type dest struct {
+	coll string // its collection (qualified when the database is a template)
+	// over: 0, or 1 for a record sent to the overflow target, 2 for one
+	// sent to the overflow target whose tag is replaced too.
+	over uint8
+}
+
+// name is the store's name of collection coll of database db.
+func (rt *router) name(db, coll string) string {
+	if rt.t.Qualified {
+		return db + "." + coll
+	}
+	return coll
+}
+
+// resolve is the destination of a record of tag (rec nil: the tag alone).
+func (rt *router) resolve(tag string, rec bson.Raw) dest {
+	db, coll, _ := rt.t.Target.Resolve(tag, rec)
+	if rt.set.Admit(db, coll) {
+		return dest{coll: rt.name(db, coll)}
+	}
+	db, coll = rt.t.Target.Overflowed(tag, rt.t.Overflow)
+	if rt.set.Admit(db, coll) {
+		return dest{coll: rt.name(db, coll), over: 1}
+	}
+	db, coll = rt.t.Target.Overflowed(rt.t.Overflow, rt.t.Overflow)
+	return dest{coll: rt.name(db, coll), over: 2}
+}
+
+// deadLetter is the dead-letter collection of a record of tag (rec nil:
+// the tag alone) sent to d: in d's database, its record placeholders
+// replaced as d's were.
+func (rt *router) deadLetter(tag string, rec bson.Raw, d dest) string {
+	t := target.Target{Database: rt.t.Target.Database, Collection: rt.t.DeadLetter}
+	var db, coll string
+	switch d.over {
+	case 0:
+		db, coll, _ = t.Resolve(tag, rec)
+	case 1:
+		db, coll = t.Overflowed(tag, rt.t.Overflow)
+	default:
+		db, coll = t.Overflowed(rt.t.Overflow, rt.t.Overflow)
+	}
+	return rt.name(db, coll)
+}
+
+// dests resolves the destination of each record of b (by position in
+// b.Records) and counts those sent to an overflow target. A template of
+// the tag alone is resolved once.
+func (rt *router) dests(tag string, b *parser.Batch) (out []dest, over int) {
+	out = make([]dest, len(b.Records))
+	if len(out) == 0 {
+		return out, 0
+	}
+	if rt.t.Target.Database.TagOnly() && rt.t.Target.Collection.TagOnly() {
+		d := rt.resolve(tag, nil)
+		for i := range out {
+			out[i] = d
+		}
+		if d.over > 0 {
+			over = len(out)
+		}
+		return out, over
+	}
+	for i := range b.Records {
+		if out[i] = rt.resolve(tag, bson.Raw(b.Records[i].Doc)); out[i].over > 0 {
+			over++
+		}
+	}
+	return out, over
+}
+
+// overflowed counts n records sent to an overflow target and returns, at
+// most once per overflowWarnEvery, how many were since it last did (0:
+// nothing to say yet).
+func (rt *router) overflowed(n int, now time.Time) int64 {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.over += int64(n)
+	if rt.over == 0 || now.Sub(rt.lastWarn) < overflowWarnEvery {
+		return 0
+	}
+	n64 := rt.over
+	rt.over, rt.lastWarn = 0, now
+	return n64
+}

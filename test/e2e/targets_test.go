@@ -1,0 +1,272 @@
+package e2e
+
+// Targets from the record: database and collection named by templates of
+// the tag and record fields, through the real .so (and a real Fluent Bit
+// when one is on PATH).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+)
+
+// nsCase is a namespace value and the collection it must land in.
+type nsCase struct {
+	value any // nil: no kubernetes field at all
+	coll  string
+}
+
+// nsCases are ordinary, missing and hostile values of namespace_name under
+// the template k8s_$kubernetes['namespace_name'].
+// In database db, a value of 10 KB gives a name cut to fit, ending in a
+// hash of the whole.
+func nsCases(t *testing.T, db string) []nsCase {
+	long := strings.Repeat("n", 10<<10)
+	tm, err := target.Parse("k8s_$kubernetes['namespace_name']")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbt, err := target.ParseDatabase(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, longName, _ := target.Target{Database: dbt, Collection: tm}.Resolve("", mustRaw(t, bson.D{{Key: "kubernetes", Value: bson.D{{Key: "namespace_name", Value: long}}}}))
+	if len(longName) > 255-1-len(db) || !strings.HasPrefix(longName, "k8s_nnnn") {
+		t.Fatalf("the long value resolves to %q (%d bytes)", longName, len(longName))
+	}
+	return []nsCase{
+		{"default", "k8s_default"},
+		{"kube-system", "k8s_kube-system"},
+		{nil, "k8s_unknown"},
+		{"", "k8s_unknown"},
+		{bson.D{{Key: "x", Value: 1}}, "k8s_unknown"},
+		{"$where", "k8s__where"},
+		{"../etc", "k8s____etc"},
+		{"a\x00b", "k8s_a_b"},
+		{"\xff\xfe", "k8s____"}, // stored as U+FFFD (3 bytes)
+		{"system.users", "k8s_system_users"},
+		{int32(42), "k8s_42"},
+		{long, longName},
+	}
+}
+
+func mustRaw(t *testing.T, d bson.D) bson.Raw {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// nsChunk writes one chunk holding, for each case, two records (ids
+// <prefix><case>-0 and -1) and returns it with the ids by collection.
+func nsChunk(t *testing.T, prefix string, cases []nsCase) (string, map[string][]string) {
+	t.Helper()
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	ids := map[string][]string{}
+	for i, c := range cases {
+		for j := range 2 {
+			id := fmt.Sprintf("%s%02d-%d", prefix, i, j)
+			body := []kv{{"id", id}, {"msg", "hello"}}
+			if c.value != nil {
+				body = append(body, kv{"kubernetes", map[string]any{"namespace_name": c.value, "pod_name": fmt.Sprintf("pod-%d", j)}})
+			}
+			recs = append(recs, record(t, at.Add(time.Duration(len(recs))*time.Millisecond), body...))
+			ids[c.coll] = append(ids[c.coll], id)
+		}
+	}
+	return chunkFile(t, t.TempDir(), prefix, recs...), ids
+}
+
+// indexKeys lists the key patterns of coll's indexes but _id's, sorted.
+func indexKeys(t *testing.T, db *mongo.Database, coll string) []string {
+	t.Helper()
+	cur, err := db.Collection(coll).Indexes().List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for cur.Next(context.Background()) {
+		k := cur.Current.Lookup("key").Document().String()
+		if k != `{"_id": {"$numberInt":"1"}}` && k != `{"_id": 1}` {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Records of two tags and many namespace values, hostile ones included,
+// land in the collection their value names, exactly once each, also when
+// the chunks are sent again after a restart; every collection gets the
+// indexes a static one gets; nothing else is created but their dead-letter
+// collections.
+func TestTargetsFromRecord(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			cases := nsCases(t, e.dbName)
+			a, idsA := nsChunk(t, "a", cases)
+			b, idsB := nsChunk(t, "b", cases)
+			props := e.modeProps(mode, "bucket_key", "kubernetes.pod_name", "indexes", "msg")
+			props["collection"] = "k8s_$kubernetes['namespace_name']"
+			e.init("a", props)
+			e.mustFlush("a", "kube.one", a)
+			e.mustFlush("a", "kube.two", b)
+			e.exit("a")
+			e.restartHost()
+			e.init("a", props)
+			e.mustFlush("a", "kube.one", a)
+			e.mustFlush("a", "kube.two", b)
+			e.exit("a")
+
+			want := map[string]bool{}
+			for _, c := range cases {
+				want[c.coll] = true
+			}
+			static := indexKeys(t, e.db, "k8s_default")
+			if mode == "bucket" && !slices.Contains(static, `{"msg": {"$numberInt":"1"}}`) {
+				t.Errorf("k8s_default lacks the user's index on msg: %v", static)
+			}
+			if len(static) == 0 {
+				t.Errorf("k8s_default has no index but _id")
+			}
+			for coll := range want {
+				count, _ := e.storedIDs(coll)
+				checkOnce(t, count, append(idsA[coll], idsB[coll]...)...)
+				if got := indexKeys(t, e.db, coll); !slices.Equal(got, static) {
+					t.Errorf("%s has indexes %v, want %v as k8s_default", coll, got, static)
+				}
+			}
+			names, err := e.db.ListCollectionNames(context.Background(), bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, n := range names {
+				if !want[n] && !strings.HasSuffix(n, "_dead") {
+					t.Errorf("collection %s was created; no record names it", n)
+				}
+			}
+		})
+	}
+}
+
+// A database template of the tag: each tag's records go to their own
+// database, set up like a static one; partition_keep drops the stale
+// partitions of every base the template can give in each, also of bases
+// no record named, and leaves other collections alone.
+func TestTargetsDatabaseFromTag(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	client := e.db.Client()
+	dbs := []string{e.dbName + "_a", e.dbName + "_b"}
+	t.Cleanup(func() {
+		for _, d := range dbs {
+			_ = client.Database(d).Drop(context.Background())
+		}
+	})
+	stale := []string{"logs_x_20200101", "logs_old_20200101"}
+	for _, n := range append(stale, "other_20200101", "logs_x") {
+		if err := client.Database(dbs[0]).CreateCollection(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now().UTC()
+	at := func(i int) time.Time { return now.Add(time.Duration(i) * time.Millisecond) }
+	dir := t.TempDir()
+	x := chunkFile(t, dir, "x", idRecord(t, at(0), "X0", 10), idRecord(t, at(1), "X1", 10))
+	y := chunkFile(t, dir, "y", idRecord(t, at(2), "Y0", 10))
+	props := e.props("database", e.dbName+"_$TAG[1]", "collection", "logs_$TAG[2]", "partition", "day", "partition_keep", "2")
+	e.init("a", props)
+	e.mustFlush("a", "k.a.x", x)
+	e.mustFlush("a", "k.B.y", y) // database values are lower-cased
+	e.exit("a")
+
+	part := "_" + now.Format("20060102")
+	for _, c := range []struct {
+		db, coll string
+		ids      []string
+	}{{dbs[0], "logs_x" + part, []string{"X0", "X1"}}, {dbs[1], "logs_y" + part, []string{"Y0"}}} {
+		sub := &env{t: t, db: client.Database(c.db)}
+		count, _ := sub.storedIDs(c.coll)
+		checkOnce(t, count, c.ids...)
+		if len(indexKeys(t, sub.db, c.coll)) == 0 {
+			t.Errorf("%s.%s has no index but _id", c.db, c.coll)
+		}
+	}
+	names, err := client.Database(dbs[0]).ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range stale {
+		if slices.Contains(names, n) {
+			t.Errorf("stale partition %s.%s was not dropped: %v", dbs[0], n, names)
+		}
+	}
+	for _, n := range []string{"other_20200101", "logs_x"} {
+		if !slices.Contains(names, n) {
+			t.Errorf("%s.%s is not a partition of the template, but was dropped", dbs[0], n)
+		}
+	}
+}
+
+// Past target_limit, records of further targets go to the overflow target
+// (exactly once, also when resent), and the plugin says so.
+func TestTargetsOverflow(t *testing.T) {
+	e := newEnv(t)
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	for i := range 6 {
+		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"id", fmt.Sprintf("r%d", i)}, kv{"ns", fmt.Sprintf("n%d", i%3)}))
+	}
+	c := chunkFile(t, t.TempDir(), "c", recs...)
+	props := e.props("collection", "k_$ns", "target_limit", "2", "target_overflow", "spill")
+	e.init("a", props)
+	e.mustFlush("a", "app", c)
+	if !waitLog(e.host, "went to an overflow target") {
+		t.Errorf("no overflow warning:\n%s", e.host.Stderr())
+	}
+	e.exit("a")
+	e.restartHost()
+	e.init("a", props)
+	e.mustFlush("a", "app", c)
+	e.exit("a")
+	for coll, ids := range map[string][]string{"k_n0": {"r0", "r3"}, "k_n1": {"r1", "r4"}, "k_spill": {"r2", "r5"}} {
+		count, _ := e.storedIDs(coll)
+		checkOnce(t, count, ids...)
+	}
+	if docs := e.all("k_n2"); len(docs) != 0 {
+		t.Errorf("k_n2 holds %d documents beyond target_limit", len(docs))
+	}
+}
+
+// A record too big for a bucket is parked in the dead-letter collection of
+// its target (a record that cannot be read names no field: the tag alone
+// resolves it), the others stored in theirs.
+func TestTargetsPoison(t *testing.T) {
+	e := newEnv(t)
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	c := chunkFile(t, t.TempDir(), "c",
+		record(t, at, kv{"id", "small"}, kv{"ns", "a"}),
+		record(t, at.Add(time.Millisecond), kv{"id", "huge"}, kv{"ns", "a"}, kv{"msg", strings.Repeat("x", 80<<10)}))
+	props := e.props("collection", "k_$ns", "bucket_max_bytes", "64K")
+	e.init("a", props)
+	e.mustFlush("a", "app", c)
+	e.exit("a")
+	count, _ := e.storedIDs("k_a")
+	checkOnce(t, count, "small")
+	dead := e.all("k_unknown_dead")
+	if len(dead) != 1 {
+		t.Fatalf("k_unknown_dead holds %d documents, want the huge record", len(dead))
+	}
+}
