@@ -21,9 +21,9 @@ type Targets struct {
 	Qualified bool
 	// Limit bounds the distinct targets (see target.Set); a record whose
 	// target would be a new one beyond it goes to the overflow target:
-	// its record placeholders replaced by Overflow, and when that one is
-	// new beyond the limit too, its tag as well (the tag taken to be
-	// Overflow), a name that is always admitted.
+	// its record placeholders replaced by Overflow. Overflow targets are
+	// bounded by Limit too, apart; beyond, a record goes to the overflow
+	// target whose tag is Overflow as well, which is always admitted.
 	Limit    int
 	Overflow string
 }
@@ -34,8 +34,9 @@ const overflowWarnEvery = time.Minute
 
 // router resolves targets. It is safe for concurrent use.
 type router struct {
-	t   *Targets
-	set *target.Set
+	t        *Targets
+	set      *target.Set // the records' own targets
+	overflow *target.Set // the overflow targets
 
 	mu       sync.Mutex
 	over     int64 // records sent to an overflow target since the last warning
@@ -46,7 +47,7 @@ func newRouter(t *Targets) *router {
 	if t == nil {
 		return nil
 	}
-	return &router{t: t, set: target.NewSet(t.Limit)}
+	return &router{t: t, set: target.NewSet(t.Limit), overflow: target.NewSet(t.Limit)}
 }
 
 // dest is where one record goes.
@@ -72,7 +73,7 @@ func (rt *router) resolve(tag string, rec bson.Raw) dest {
 		return dest{coll: rt.name(db, coll)}
 	}
 	db, coll = rt.t.Target.Overflowed(tag, rt.t.Overflow)
-	if rt.set.Admit(db, coll) {
+	if rt.overflow.Admit(db, coll) {
 		return dest{coll: rt.name(db, coll), over: 1}
 	}
 	db, coll = rt.t.Target.Overflowed(rt.t.Overflow, rt.t.Overflow)
@@ -114,8 +115,19 @@ func (rt *router) dests(tag string, b *parser.Batch) (out []dest, over int) {
 		}
 		return out, over
 	}
+	// Records with the same field values share a destination: resolved
+	// once per chunk and key (see target.Target.AppendKey).
+	seen := map[string]dest{}
+	var key []byte
 	for i := range b.Records {
-		if out[i] = rt.resolve(tag, bson.Raw(b.Records[i].Doc)); out[i].over > 0 {
+		rec := bson.Raw(b.Records[i].Doc)
+		key = rt.t.Target.AppendKey(key[:0], rec)
+		d, ok := seen[string(key)]
+		if !ok {
+			d = rt.resolve(tag, rec)
+			seen[string(key)] = d
+		}
+		if out[i] = d; d.over > 0 {
 			over++
 		}
 	}

@@ -250,3 +250,27 @@ func element(doc []byte, key string) (bsoncore.Value, bool) {
 	}
 	return bsoncore.Value{}, false
 }
+
+// AppendKey appends to dst what t's names depend on in rec besides the
+// tag: the type and bytes of each field placeholder's value (a marker when
+// absent). Two records of one tag with equal keys resolve to equal names,
+// so a caller may resolve once per key. It allocates nothing.
+func (t Target) AppendKey(dst []byte, rec bson.Raw) []byte {
+	for _, tm := range []*Template{t.Database, t.Collection} {
+		for i := range tm.parts {
+			p := &tm.parts[i]
+			if p.kind != field {
+				continue
+			}
+			v, ok := lookup(rec, p.path)
+			if !ok {
+				dst = append(dst, 0)
+				continue
+			}
+			dst = append(dst, byte(v.Type))
+			dst = binary.LittleEndian.AppendUint32(dst, uint32(len(v.Data)))
+			dst = append(dst, v.Data...)
+		}
+	}
+	return dst
+}

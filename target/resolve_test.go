@@ -56,7 +56,7 @@ func checkName(t testing.TB, name string, k Kind, dbLen, reserve int) {
 	case k == Collection && len(name)+reserve > MaxCollectionBytes:
 		bad = "longer than 200 bytes with its suffix"
 	case k == Collection && dbLen+1+len(name)+reserve > MaxNamespaceBytes:
-		bad = "namespace longer than 255 bytes"
+		bad = "namespace longer than MaxNamespaceBytes"
 	}
 	if bad != "" {
 		t.Errorf("name %q (%d bytes, kind %d): %s", name, len(name), k, bad)
@@ -218,7 +218,7 @@ func TestLongNames(t *testing.T) {
 	rec := doc(t, bson.D{{Key: "v", Value: long}, {Key: "w", Value: long + "b"}})
 	coll := mustParse(t, "logs_$v", Collection)
 	got, _ := coll.Resolve("t", rec)
-	limit := MaxNamespaceBytes - 1 - MaxDatabaseBytes // 191
+	limit := MaxNamespaceBytes - 1 - MaxDatabaseBytes // 171
 	if want := cutName("logs_"+long, limit); got != want || len(got) != limit {
 		t.Errorf("collection: got %q (%d bytes), want %q", got, len(got), want)
 	}
@@ -269,8 +269,8 @@ func TestLimits(t *testing.T) {
 	tests := []struct {
 		dbLen, reserve, want int
 	}{
-		{4, 0, 200}, {4, 9, 191}, {54, 0, 200}, {55, 0, 199}, {63, 0, 191}, {63, 9, 182},
-		{0, 0, 200}, {200, 0, 191}, {63, -5, 191}, {63, 1000, 191 - MaxReserve},
+		{4, 0, 200}, {4, 9, 191}, {34, 0, 200}, {35, 0, 199}, {54, 0, 180}, {63, 0, 171}, {63, 9, 162},
+		{0, 0, 200}, {200, 0, 171}, {63, -5, 171}, {63, 1000, 171 - MaxReserve},
 	}
 	for _, tc := range tests {
 		tpl := mustParse(t, long, Collection)
@@ -394,5 +394,35 @@ func TestCutAtEveryLength(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// Records with equal keys resolve to equal names; records whose names
+// differ have different keys.
+func TestAppendKey(t *testing.T) {
+	tg := Target{Database: mustParse(t, "db_$TAG", Database), Collection: mustParse(t, "k_$['ns']_$a['b']", Collection)}
+	recs := []bson.Raw{
+		doc(t, bson.D{{Key: "ns", Value: "x"}}),
+		doc(t, bson.D{{Key: "ns", Value: "x"}, {Key: "other", Value: 1}}),
+		doc(t, bson.D{{Key: "ns", Value: "y"}}),
+		doc(t, bson.D{{Key: "ns", Value: "x"}, {Key: "a", Value: bson.D{{Key: "b", Value: "z"}}}}),
+		doc(t, bson.D{{Key: "ns", Value: int32(1)}}),
+		doc(t, bson.D{{Key: "ns", Value: "1"}}),
+		doc(t, bson.D{}),
+	}
+	byKey := map[string]string{}
+	for _, r := range recs {
+		_, coll, _ := tg.Resolve("t", r)
+		k := string(tg.AppendKey(nil, r))
+		if prev, ok := byKey[k]; ok && prev != coll {
+			t.Errorf("key %q gives %q and %q", k, prev, coll)
+		}
+		byKey[k] = coll
+	}
+	if len(byKey) != 6 {
+		t.Errorf("%d distinct keys, want 6 (the first two records share one)", len(byKey))
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = tg.AppendKey(make([]byte, 0, 64), recs[3]) }); n > 1 {
+		t.Errorf("AppendKey allocates %v times", n)
 	}
 }

@@ -31,7 +31,10 @@ const (
 const (
 	MaxDatabaseBytes   = 63  // MongoDB: a database name is under 64 bytes
 	MaxCollectionBytes = 200 // the plugin's own limit, as for the collection key
-	MaxNamespaceBytes  = 255 // MongoDB: <database>.<collection>
+	// MaxNamespaceBytes bounds <database>.<collection>: MongoDB allows
+	// 255 bytes, servers on DocumentDB (FerretDB v2) 235, and a resolved
+	// name fits both.
+	MaxNamespaceBytes = 235
 	// MaxReserve is the most Template.Reserve counts for.
 	MaxReserve = 64
 )

@@ -15,6 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
 
@@ -268,5 +270,95 @@ func TestTargetsPoison(t *testing.T) {
 	dead := e.all("k_unknown_dead")
 	if len(dead) != 1 {
 		t.Fatalf("k_unknown_dead holds %d documents, want the huge record", len(dead))
+	}
+}
+
+// templated is an in-process sink's options routing by the field ns.
+func templated(t *testing.T, mode sink.Mode) sink.Options {
+	opt := sinkOptions(1000, 1<<20)
+	opt.Mode = mode
+	if mode == sink.ModeFlat {
+		opt.Grouper = bucketer.Config{}
+	}
+	db, err := target.ParseDatabase("unused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll, err := target.Parse("k_$ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := target.Parse("k_$['ns']_dead")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Targets = &sink.Targets{Target: target.Target{Database: db, Collection: coll}, DeadLetter: dead, Limit: 1000, Overflow: "other"}
+	return opt
+}
+
+// A chunk of records for three targets whose write fails (applied with
+// its reply lost, or lost and applied late, after the resend looked) is
+// answered Retry; its resend stores each record once, in its target.
+func TestTargetsRetried(t *testing.T) {
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	for i := range 30 {
+		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"id", fmt.Sprintf("r%02d", i)}, kv{"ns", fmt.Sprintf("n%d", i%3)}))
+	}
+	chunk := join(recs)
+	for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+		for _, late := range []bool{false, true} {
+			name := map[bool]string{false: "reply-lost", true: "late"}[late]
+			t.Run(string(mode)+"/"+name, func(t *testing.T) {
+				e := newDBEnv(t)
+				fs := &faultStore{Store: e.store(), failAt: 2, err: errTimeout, apply: !late, late: late, down: true}
+				s := e.newSink(templated(t, mode), fs, fs.retry())
+				flushSink(t, s, "app", chunk, sink.Retry)
+				fs.heal()
+				flushSink(t, s, "app", chunk, sink.Done)
+				for n := range 3 {
+					var ids []string
+					for i := n; i < 30; i += 3 {
+						ids = append(ids, fmt.Sprintf("r%02d", i))
+					}
+					count, _ := e.storedIDs(fmt.Sprintf("k_n%d", n))
+					checkOnce(t, count, ids...)
+				}
+			})
+		}
+	}
+}
+
+// A real Fluent Bit, when one is on PATH, tails the app log into one
+// collection per module: every line lands exactly once, in the collection
+// of its module, and each collection has its indexes.
+func TestRealFluentBitTargets(t *testing.T) {
+	e := newEnv(t)
+	out := fluentBit(t, "", `[OUTPUT]
+    Name        mongodb
+    Match       app.*
+    Workers     2
+    uri         `+e.srv.URI+`
+    database    `+e.dbName+`
+    collection  $TAG[0]_$module
+    write_batch 20
+`, nil)
+	var all []bson.Raw
+	for _, m := range []string{"gateway", "order", "payment", "search", "user"} {
+		coll := "app_" + m
+		entries := checkBuckets(t, e.all(coll), defaultLimits)
+		for _, en := range entries {
+			if got := en.Lookup("module").StringValue(); got != m {
+				t.Fatalf("%s holds a record of module %q", coll, got)
+			}
+		}
+		if len(indexKeys(t, e.db, coll)) == 0 {
+			t.Errorf("%s has no index but _id", coll)
+		}
+		all = append(all, entries...)
+	}
+	checkSeqs(t, all, 5000)
+	if t.Failed() {
+		t.Logf("fluent-bit output:\n%s", out)
 	}
 }

@@ -112,6 +112,9 @@ func run(e2e bool, delay time.Duration) ([]string, error) {
 	if err := commandsPerChunk(); err != nil {
 		return nil, err
 	}
+	if err := targetRows(); err != nil {
+		return nil, err
+	}
 	if !e2e {
 		return nil, nil
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// templates are the collection templates measured against the static
+// collection: of the tag alone (resolved once per chunk), and of a record
+// field (resolved per record; the app fixture has 5 modules).
+var templates = []struct{ name, collection string }{
+	{"static", "logs"},
+	{"$TAG", "logs_$TAG[0]"},
+	{"record-field", "app_$module"},
+}
+
+// withTemplate is opt writing to the collection template src.
+func withTemplate(opt sink.Options, src string) (sink.Options, error) {
+	coll, err := target.Parse(src)
+	if err != nil || coll.Static() {
+		return opt, err
+	}
+	db, _ := target.ParseDatabase("fluentbit")
+	opt.Targets = &sink.Targets{Target: target.Target{Database: db, Collection: coll}, DeadLetter: coll, Limit: 1000, Overflow: "other"}
+	return opt, nil
+}
+
+// targetRows measures transcode with each template side by side, then the
+// commands one chunk of app-json costs when its records go to one target
+// per module.
+func targetRows() error {
+	w := workloads[0]
+	chunk, err := w.chunk()
+	if err != nil {
+		return err
+	}
+	n, err := parser.CountRecords(chunk)
+	if err != nil {
+		return err
+	}
+	fmt.Println("\nTargets from the record: transcode of app-json by collection template, side by side in this run:")
+	fmt.Printf("%-14s %-22s %14s %12s %16s\n", "template", "collection", "records/s", "allocs/rec", "vs static")
+	var static float64
+	for _, tm := range templates {
+		opt, err := sinkOptions(w, sink.ModeBucket)
+		if err != nil {
+			return err
+		}
+		if opt, err = withTemplate(opt, tm.collection); err != nil {
+			return err
+		}
+		r := testing.Benchmark(func(b *testing.B) { transcode(b, opt, w.tag, chunk) })
+		rt := rate(r, n)
+		if static == 0 {
+			static = rt
+		}
+		fmt.Printf("%-14s %-22s %14.0f %12.2f %15.1f%%\n", tm.name, tm.collection, rt, float64(r.AllocsPerOp())/float64(n), 100*(rt/static-1))
+	}
+	return targetCommands(w, chunk)
+}
+
+// perTarget counts the commands and update statements sent to each
+// collection.
+type perTarget struct {
+	nullStore
+	commands   int
+	statements map[string]int
+}
+
+func (p *perTarget) Upserts(_ context.Context, coll string, ups []writer.Upsert) []error {
+	p.commands++
+	p.statements[coll] += len(ups)
+	return make([]error, len(ups))
+}
+
+func (p *perTarget) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
+	p.commands++
+	return nil, nil
+}
+
+// targetCommands prints the commands of one chunk whose records go to T
+// targets beside the formula: per target one lookup and ceil(S_t /
+// write_batch) updates, S_t the statements its buckets need.
+func targetCommands(w workload, chunk []byte) error {
+	fmt.Println("\nCommands per chunk with collection app_$module (bucket mode, empty collections): per target t, 1 lookup + ceil(S_t/write_batch);")
+	fmt.Println("S_t is the update statements sent to target t:")
+	fmt.Printf("%-20s %12s %8s %11s %15s %8s\n", "fixture", "write_batch", "targets", "statements", "commands/chunk", "formula")
+	for _, batch := range []int{1, 20, 100} {
+		opt, err := sinkOptions(w, sink.ModeBucket)
+		if err != nil {
+			return err
+		}
+		opt.WriteBatch = batch
+		if opt, err = withTemplate(opt, "app_$module"); err != nil {
+			return err
+		}
+		store := &perTarget{statements: map[string]int{}}
+		s, err := sink.New(opt, store, writer.DefaultRetry, quiet{})
+		if err != nil {
+			return err
+		}
+		if res := s.Flush(context.Background(), w.tag, chunk); res.Status != sink.Done {
+			return res.Err
+		}
+		formula, stmts := 0, 0
+		for _, st := range store.statements {
+			formula += 1 + (st+batch-1)/batch
+			stmts += st
+		}
+		fmt.Printf("%-20s %12d %8d %11d %15d %8d\n", w.name, batch, len(store.statements), stmts, store.commands, formula)
+	}
+	return nil
+}
