@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
@@ -300,7 +300,9 @@ func expiry(cfg *conf.Config) layout.Expiry {
 
 // qualified reports whether the sink's collection names hold their
 // database: database is a template.
-func qualified(cfg *conf.Config) bool { return cfg.Targets.Templated() && !cfg.Targets.Database.Static() }
+func qualified(cfg *conf.Config) bool {
+	return cfg.Targets.Templated() && !cfg.Targets.Database.Static()
+}
 
 // targets are the sink's templates, nil when every record goes to the same
 // collection.

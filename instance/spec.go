@@ -9,7 +9,9 @@ import (
 // collection or partition of cfg, or its dead-letter collection): the
 // indexes and TTL index it makes there, which mongolog doctor compares a
 // collection with.
-func Spec(cfg *conf.Config, coll string) layout.Spec { return spec(cfg, coll == cfg.DeadLetterCollection) }
+func Spec(cfg *conf.Config, coll string) layout.Spec {
+	return spec(cfg, coll == cfg.DeadLetterCollection)
+}
 
 // SpecOf is how an instance of cfg creates and keeps a collection
 // (deadLetter: a dead-letter collection), whatever its name.
