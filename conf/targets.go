@@ -1,0 +1,102 @@
+package conf
+
+import (
+	"strings"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+)
+
+// Targets are database, collection and dead_letter_collection parsed as
+// templates (see package target). A name without a placeholder is a static
+// template: its name is the text itself.
+type Targets struct {
+	Database, Collection, DeadLetter *target.Template
+}
+
+// Templated reports whether a record's database, collection or
+// dead-letter collection depends on its tag or fields.
+func (t Targets) Templated() bool {
+	return t.Database != nil && !(t.Database.Static() && t.Collection.Static() && t.DeadLetter.Static())
+}
+
+// isTemplate reports whether a name is written as a template.
+func isTemplate(v string) bool { return strings.Contains(v, "$") }
+
+// templateName reads a database or collection name: a template when it
+// holds a '$' (its syntax checked by parse), else a name checked by valid.
+func (r *reader) templateName(key string, valid func(string) string, parse func(string) (*target.Template, error)) string {
+	v, _ := r.raw(key)
+	if isTemplate(v) {
+		if _, err := parse(v); err != nil {
+			r.invalid(key, v, "template: "+err.Error())
+			return ""
+		}
+		return v
+	}
+	if !r.check(key, v, valid(v)) {
+		return ""
+	}
+	return v
+}
+
+// checkTemplate checks a collection name, or a collection template's
+// syntax.
+func checkTemplate(v string) string {
+	if !isTemplate(v) {
+		return checkCollection(v)
+	}
+	if _, err := target.Parse(v); err != nil {
+		return "template: " + err.Error()
+	}
+	return ""
+}
+
+// targetValue reads target_missing or target_overflow: text that a name
+// can hold as it is.
+func (r *reader) targetValue(key string) string {
+	v, _ := r.raw(key)
+	why := ""
+	switch {
+	case v == "":
+		why = "must not be empty"
+	case len(v) > 64:
+		why = "must be at most 64 bytes"
+	case strings.ContainsFunc(v, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-')
+	}):
+		why = "must hold only letters, digits, _ and - (it becomes part of a database or collection name)"
+	}
+	if !r.check(key, v, why) {
+		return ""
+	}
+	return v
+}
+
+// targets parses the three names into c.Targets, once they and partition
+// are valid: a collection template leaves room for the partition suffix.
+func (r *reader) targets(c *Config) {
+	if !r.good("database", "collection", "dead_letter_collection", "partition", "target_missing") || c.DeadLetterCollection == "" {
+		return
+	}
+	parse := func(key, v string, parse func(string) (*target.Template, error)) *target.Template {
+		t, err := parse(v)
+		if err != nil {
+			r.invalid(key, v, err.Error())
+		}
+		return t
+	}
+	db := parse("database", c.Database, target.ParseDatabase)
+	coll := parse("collection", c.Collection, target.Parse)
+	dl := parse("dead_letter_collection", c.DeadLetterCollection, target.Parse)
+	if db == nil || coll == nil || dl == nil {
+		return
+	}
+	for _, t := range []*target.Template{db, coll, dl} {
+		t.Missing = c.TargetMissing
+	}
+	if c.Partition != PartitionNone {
+		coll.Reserve = len(layout.Period(c.Partition).Suffix())
+	}
+	c.Targets = Targets{Database: db, Collection: coll, DeadLetter: dl}
+}
