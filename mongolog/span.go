@@ -223,7 +223,10 @@ func (r *Reader) collectionTargets(ctx context.Context, db *mongo.Database, glob
 		return nil, nil, fmt.Errorf("listing the collections of %s: %w", db.Name(), err)
 	}
 	tpl := r.Cfg.Targets.Collection
-	period := layout.Period(r.Cfg.Partition)
+	period := layout.None
+	if r.Cfg.Partition != conf.PartitionNone {
+		period = layout.Period(r.Cfg.Partition)
+	}
 	byBase := map[string][]string{} // target -> its collections
 	for _, n := range names {
 		base := n
@@ -244,7 +247,9 @@ func (r *Reader) collectionTargets(ctx context.Context, db *mongo.Database, glob
 		}
 		byBase[base] = append(byBase[base], n)
 	}
-	if err := r.dropDeadLetters(ctx, db, byBase); err != nil {
+	// Without a template, a glob may meet any dead-letter collection.
+	anyDead := glob != "" && (tpl == nil || tpl.Static()) && period == layout.None
+	if err := r.dropDeadLetters(ctx, db, byBase, anyDead); err != nil {
 		return nil, nil, err
 	}
 	for base := range byBase {
@@ -269,15 +274,16 @@ func partitionBase(name string, period layout.Period) string {
 }
 
 // dropDeadLetters removes from byBase the targets whose collections the
-// dead_letter_collection template (or name) can give and whose first
-// document is a dead letter or that hold none. A collection both templates
-// can give (k8s_$ns and k8s_$ns_dead both give k8s_web_dead) is told apart
-// so by what it holds: records are read, dead letters never.
-func (r *Reader) dropDeadLetters(ctx context.Context, db *mongo.Database, byBase map[string][]string) error {
+// dead_letter_collection template (or name) can give (with anyDead, any
+// collection) and whose first document is a dead letter or that hold
+// none. A collection both templates can give (k8s_$ns and k8s_$ns_dead
+// both give k8s_web_dead) is told apart so by what it holds: records are
+// read, dead letters never.
+func (r *Reader) dropDeadLetters(ctx context.Context, db *mongo.Database, byBase map[string][]string, anyDead bool) error {
 	dl := r.Cfg.Targets.DeadLetter
 	for base, colls := range byBase {
 		for _, n := range colls {
-			if dl == nil && n != r.Cfg.DeadLetterCollection || dl != nil && !dl.Matches(n) {
+			if !anyDead && (dl == nil && n != r.Cfg.DeadLetterCollection || dl != nil && !dl.Matches(n)) {
 				continue
 			}
 			isDead, err := holdsDeadLetters(ctx, db.Collection(n))

@@ -3,8 +3,8 @@ package cli
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
