@@ -68,17 +68,24 @@ func (r *Reader) PruneFilter(opt PruneOptions) (bson.D, error) {
 // are reported through show.
 func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string)) (Pruned, error) {
 	var p Pruned
+	err := r.pruneInto(ctx, opt, show, time.Now(), &p)
+	return p, err
+}
+
+// pruneInto prunes r's target as Prune does, adding to p what goes: the
+// pace counts from start and p's documents, which a Span shares across
+// its targets.
+func (r *Reader) pruneInto(ctx context.Context, opt PruneOptions, show func(string), start time.Time, p *Pruned) error {
 	rate := max(opt.Rate, 1)
 	filter, err := r.PruneFilter(opt)
 	if err != nil {
-		return p, err
+		return err
 	}
 	timeField := r.pruneTimeField()
 	colls, err := r.Collections(ctx, time.Time{}, opt.Before)
 	if err != nil {
-		return p, err
+		return err
 	}
-	start := time.Now()
 	batch := int64(min(rate, 1000))
 	for _, coll := range colls {
 		c := r.DB.Collection(coll)
@@ -91,7 +98,7 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 			}
 			cur, err := c.Find(ctx, filter, fo)
 			if err != nil {
-				return p, fmt.Errorf("reading %s: %w", coll, err)
+				return fmt.Errorf("reading %s: %w", r.Label(coll), err)
 			}
 			var ids bson.A
 			var records int64
@@ -108,13 +115,13 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 					if k, ok := d.Lookup(model.Key).DocumentOK(); ok {
 						key = " key " + k.String()
 					}
-					show(fmt.Sprintf("would delete %s %s%s, %d records, newest %s", coll, cell(d.Lookup(model.ID)), key, n,
+					show(fmt.Sprintf("would delete %s %s%s, %d records, newest %s", r.Label(coll), cell(d.Lookup(model.ID)), key, n,
 						cell(d.Lookup(timeField))))
 				}
 			}
 			if err := cur.Err(); err != nil {
 				_ = cur.Close(ctx)
-				return p, err
+				return err
 			}
 			_ = cur.Close(ctx)
 			if len(ids) == 0 {
@@ -128,17 +135,17 @@ func (r *Reader) Prune(ctx context.Context, opt PruneOptions, show func(string))
 			}
 			res, err := c.DeleteMany(ctx, bson.D{{Key: model.ID, Value: bson.D{{Key: "$in", Value: ids}}}})
 			if err != nil {
-				return p, fmt.Errorf("deleting from %s: %w", coll, err)
+				return fmt.Errorf("deleting from %s: %w", r.Label(coll), err)
 			}
 			p.Docs += res.DeletedCount
 			p.Records += records
 			show(fmt.Sprintf("deleted %d documents (%d records) so far", p.Docs, p.Records))
 			if err := pace(ctx, start, p.Docs, rate); err != nil {
-				return p, err
+				return err
 			}
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // pace waits until done documents since start have taken the time rate

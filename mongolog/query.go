@@ -115,6 +115,8 @@ type Query struct {
 type Reader struct {
 	DB  *mongo.Database
 	Cfg *conf.Config
+
+	named bool // one of several targets of a Span: lines name the database
 }
 
 // Collections are the collections holding records of [from, to), in time
@@ -256,7 +258,7 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 			cur, err = c.Aggregate(ctx, r.entryPipeline(r.bucketFilter(q), q, true, left))
 		}
 		if err != nil {
-			return fmt.Errorf("querying %s: %w", coll, err)
+			return fmt.Errorf("querying %s: %w", r.Label(coll), err)
 		}
 		for cur.Next(ctx) {
 			rec := cur.Current
@@ -273,7 +275,7 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 		}
 		if err := cur.Err(); err != nil {
 			_ = cur.Close(ctx)
-			return fmt.Errorf("querying %s: %w", coll, err)
+			return fmt.Errorf("querying %s: %w", r.Label(coll), err)
 		}
 		_ = cur.Close(ctx)
 	}
@@ -305,10 +307,15 @@ func (r *Reader) entryPipeline(match bson.D, q Query, sorted bool, limit int) mo
 // first records of q's range holds, with the fields those records hold:
 // a query that finds nothing may have a misspelt field.
 func (r *Reader) UnknownFields(ctx context.Context, q Query) (unknown, seen []string, err error) {
+	return unknownFields(ctx, q, r.Query)
+}
+
+// unknownFields is UnknownFields of the records query reads.
+func unknownFields(ctx context.Context, q Query, query func(context.Context, Query, func(bson.Raw) error) error) (unknown, seen []string, err error) {
 	fields := map[string]bool{}
 	sample := Query{From: q.From, To: q.To, Limit: 50}
 	var recs []bson.Raw
-	err = r.Query(ctx, sample, func(rec bson.Raw) error {
+	err = query(ctx, sample, func(rec bson.Raw) error {
 		recs = append(recs, append(bson.Raw(nil), rec...))
 		elems, _ := rec.Elements()
 		for _, e := range elems {

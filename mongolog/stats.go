@@ -96,20 +96,29 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 	if err != nil {
 		return nil, err
 	}
-	colls, err := r.Collections(ctx, q.From, q.To)
-	if err != nil {
+	byStart := map[int64]*Window{}
+	if err := r.statsInto(ctx, q, step, byStart); err != nil {
 		return nil, err
 	}
+	return sortedWindows(byStart), nil
+}
+
+// statsInto adds the buckets of q in r's target to the windows byStart (by
+// their start in Unix milliseconds) of step, a step StatsCheck gave.
+func (r *Reader) statsInto(ctx context.Context, q Query, step time.Duration, byStart map[int64]*Window) error {
+	colls, err := r.Collections(ctx, q.From, q.To)
+	if err != nil {
+		return err
+	}
 	proj := bson.D{{Key: model.Start, Value: 1}, {Key: model.MinTs, Value: 1}, {Key: model.Count, Value: 1}, {Key: model.Counts, Value: 1}, {Key: model.Stats, Value: 1}}
-	byStart := map[int64]*Window{}
+	f := r.bucketFilter(q)
+	if f == nil {
+		f = bson.D{}
+	}
 	for _, coll := range colls {
-		f := r.bucketFilter(q)
-		if f == nil {
-			f = bson.D{}
-		}
 		cur, err := r.DB.Collection(coll).Find(ctx, f, options.Find().SetProjection(proj))
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", coll, err)
+			return fmt.Errorf("reading %s: %w", r.Label(coll), err)
 		}
 		for cur.Next(ctx) {
 			d := cur.Current
@@ -123,48 +132,58 @@ func (r *Reader) Stats(ctx context.Context, q Query, step time.Duration) ([]*Win
 				w = &Window{Start: at, Counts: map[string]map[string]int64{}, Stats: map[string]*Agg{}}
 				byStart[at.UnixMilli()] = w
 			}
-			w.Buckets++
-			w.Records += d.Lookup(model.Count).AsInt64()
-			counts, _ := d.Lookup(model.Counts).DocumentOK()
-			fields, _ := counts.Elements()
-			for _, fe := range fields {
-				vals, _ := fe.Value().Document().Elements()
-				m := w.Counts[fe.Key()]
-				if m == nil {
-					m = map[string]int64{}
-					w.Counts[fe.Key()] = m
-				}
-				for _, v := range vals {
-					m[v.Key()] += v.Value().AsInt64()
-				}
-			}
-			stats, _ := d.Lookup(model.Stats).DocumentOK()
-			sfields, _ := stats.Elements()
-			for _, se := range sfields {
-				s := se.Value().Document()
-				num := func(k string) float64 { f, _ := s.Lookup(k).AsFloat64OK(); return f }
-				a := w.Stats[se.Key()]
-				if a == nil {
-					a = &Agg{Min: num("min"), Max: num("max")}
-					w.Stats[se.Key()] = a
-				}
-				a.Min, a.Max = min(a.Min, num("min")), max(a.Max, num("max"))
-				a.Sum += num("sum")
-				a.N += int64(num("n"))
-			}
+			w.add(d)
 		}
 		if err := cur.Err(); err != nil {
 			_ = cur.Close(ctx)
-			return nil, fmt.Errorf("reading %s: %w", coll, err)
+			return fmt.Errorf("reading %s: %w", r.Label(coll), err)
 		}
 		_ = cur.Close(ctx)
 	}
+	return nil
+}
+
+// add adds bucket d to w.
+func (w *Window) add(d bson.Raw) {
+	w.Buckets++
+	w.Records += d.Lookup(model.Count).AsInt64()
+	counts, _ := d.Lookup(model.Counts).DocumentOK()
+	fields, _ := counts.Elements()
+	for _, fe := range fields {
+		vals, _ := fe.Value().Document().Elements()
+		m := w.Counts[fe.Key()]
+		if m == nil {
+			m = map[string]int64{}
+			w.Counts[fe.Key()] = m
+		}
+		for _, v := range vals {
+			m[v.Key()] += v.Value().AsInt64()
+		}
+	}
+	stats, _ := d.Lookup(model.Stats).DocumentOK()
+	sfields, _ := stats.Elements()
+	for _, se := range sfields {
+		s := se.Value().Document()
+		num := func(k string) float64 { f, _ := s.Lookup(k).AsFloat64OK(); return f }
+		a := w.Stats[se.Key()]
+		if a == nil {
+			a = &Agg{Min: num("min"), Max: num("max")}
+			w.Stats[se.Key()] = a
+		}
+		a.Min, a.Max = min(a.Min, num("min")), max(a.Max, num("max"))
+		a.Sum += num("sum")
+		a.N += int64(num("n"))
+	}
+}
+
+// sortedWindows is the windows of byStart by time.
+func sortedWindows(byStart map[int64]*Window) []*Window {
 	out := make([]*Window, 0, len(byStart))
 	for _, w := range byStart {
 		out = append(out, w)
 	}
 	slices.SortFunc(out, func(a, b *Window) int { return a.Start.Compare(b.Start) })
-	return out, nil
+	return out
 }
 
 // PrintStats writes windows, summed per step, as a table, then a chart of

@@ -52,66 +52,93 @@ type where struct {
 // twice (a write applied twice), and with Unique no two records share the
 // field's value. It calls report with each problem.
 func (r *Reader) Verify(ctx context.Context, opt VerifyOptions, report func(Problem)) (Verified, error) {
-	var v Verified
-	colls, err := r.Collections(ctx, opt.From, opt.To)
+	vf := newVerifier(opt, report)
+	err := r.verifyInto(ctx, vf)
+	return vf.v, err
+}
+
+// verifier is what Verify knows across the collections it reads (of one
+// target, or of several: a write applied twice, or a value Unique meets
+// twice, is found across them too).
+type verifier struct {
+	opt    VerifyOptions
+	report func(Problem)
+	writes map[[32]byte]where // (chunk tag, entry) -> first place
+	unique map[string]where
+	v      Verified
+}
+
+func newVerifier(opt VerifyOptions, report func(Problem)) *verifier {
+	return &verifier{opt: opt, report: report, writes: map[[32]byte]where{}, unique: map[string]where{}}
+}
+
+// verifyInto verifies the collections of r's target into vf.
+func (r *Reader) verifyInto(ctx context.Context, vf *verifier) error {
+	colls, err := r.Collections(ctx, vf.opt.From, vf.opt.To)
 	if err != nil {
-		return v, err
+		return err
 	}
-	writes := map[[32]byte]where{} // (chunk tag, entry) -> first place
-	unique := map[string]where{}
 	summarizer := r.summarizer()
+	var filter bson.D
+	if r.Cfg.Mode == conf.ModeFlat {
+		filter = r.entryFilter(Query{From: vf.opt.From, To: vf.opt.To}, "")
+	} else {
+		filter = r.bucketFilter(Query{From: vf.opt.From, To: vf.opt.To})
+	}
+	if filter == nil {
+		filter = bson.D{}
+	}
 	for _, coll := range colls {
-		v.Collections++
-		var filter bson.D
-		if r.Cfg.Mode == conf.ModeFlat {
-			filter = r.entryFilter(Query{From: opt.From, To: opt.To}, "")
-		} else {
-			filter = r.bucketFilter(Query{From: opt.From, To: opt.To})
-		}
-		if filter == nil {
-			filter = bson.D{}
-		}
+		vf.v.Collections++
 		cur, err := r.DB.Collection(coll).Find(ctx, filter, options.Find().SetSort(bson.D{{Key: model.ID, Value: 1}}))
 		if err != nil {
-			return v, fmt.Errorf("reading %s: %w", coll, err)
+			return fmt.Errorf("reading %s: %w", r.Label(coll), err)
 		}
 		for cur.Next(ctx) {
-			d := cur.Current
-			id := docID(d)
-			v.Docs++
-			bad := func(format string, args ...any) {
-				report(Problem{Collection: coll, Doc: id, What: fmt.Sprintf(format, args...)})
-			}
-			var entries []bson.RawValue
-			if r.Cfg.Mode == conf.ModeFlat {
-				entries = []bson.RawValue{{Type: bson.TypeEmbeddedDocument, Value: d}}
-			} else {
-				entries = r.verifyBucket(d, summarizer, writes, id, bad)
-			}
-			v.Records += len(entries)
-			if opt.Unique == "" {
-				continue
-			}
-			for i, e := range entries {
-				val, err := e.Document().LookupErr(strings.Split(opt.Unique, ".")...)
-				if err != nil {
-					continue
-				}
-				key := cell(val)
-				if first, ok := unique[key]; ok {
-					bad("entry %d has %s %s, as entry %d of %s has", i, opt.Unique, key, first.i, first.doc)
-					continue
-				}
-				unique[key] = where{id, i}
-			}
+			r.verifyDoc(cur.Current, coll, summarizer, vf)
 		}
 		if err := cur.Err(); err != nil {
 			_ = cur.Close(ctx)
-			return v, fmt.Errorf("reading %s: %w", coll, err)
+			return fmt.Errorf("reading %s: %w", r.Label(coll), err)
 		}
 		_ = cur.Close(ctx)
 	}
-	return v, nil
+	return nil
+}
+
+// verifyDoc checks one document of coll into vf.
+func (r *Reader) verifyDoc(d bson.Raw, coll string, summarizer *bucketer.Config, vf *verifier) {
+	id := docID(d)
+	ref := id // how another problem names the document
+	if r.named {
+		ref = r.Label(coll) + " " + id
+	}
+	vf.v.Docs++
+	bad := func(format string, args ...any) {
+		vf.report(Problem{Collection: r.Label(coll), Doc: id, What: fmt.Sprintf(format, args...)})
+	}
+	var entries []bson.RawValue
+	if r.Cfg.Mode == conf.ModeFlat {
+		entries = []bson.RawValue{{Type: bson.TypeEmbeddedDocument, Value: d}}
+	} else {
+		entries = r.verifyBucket(d, summarizer, vf.writes, ref, bad)
+	}
+	vf.v.Records += len(entries)
+	if vf.opt.Unique == "" {
+		return
+	}
+	for i, e := range entries {
+		val, err := e.Document().LookupErr(strings.Split(vf.opt.Unique, ".")...)
+		if err != nil {
+			continue
+		}
+		key := cell(val)
+		if first, ok := vf.unique[key]; ok {
+			bad("entry %d has %s %s, as entry %d of %s has", i, vf.opt.Unique, key, first.i, first.doc)
+			continue
+		}
+		vf.unique[key] = where{ref, i}
+	}
 }
 
 // summarizer sums a bucket's entries as the plugin does, for the

@@ -58,14 +58,14 @@ func verifyCommand(env Env) *cobra.Command {
 			return err
 		}
 		opt.Unique = unique
-		cfg, db, closeFn, err := tgt.open(cmd, nil)
+		span, closeFn, err := tgt.span(cmd, nil)
 		if err != nil {
 			return err
 		}
 		defer closeFn()
 		out := cmd.OutOrStdout()
 		problems := 0
-		v, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Verify(cmd.Context(), opt, func(p mongolog.Problem) {
+		v, err := span.Verify(cmd.Context(), opt, func(p mongolog.Problem) {
 			problems++
 			fmt.Fprintln(out, p)
 		})
@@ -107,7 +107,7 @@ func statsCommand(env Env) *cobra.Command {
 				return fmt.Errorf("--step: %v", err)
 			}
 		}
-		cfg, db, closeFn, err := tgt.open(cmd, func(cfg *conf.Config) (err error) {
+		span, closeFn, err := tgt.span(cmd, func(cfg *conf.Config) (err error) {
 			d, err = (&mongolog.Reader{Cfg: cfg}).StatsCheck(q, d)
 			return err
 		})
@@ -115,7 +115,7 @@ func statsCommand(env Env) *cobra.Command {
 			return err
 		}
 		defer closeFn()
-		windows, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Stats(cmd.Context(), q, d)
+		windows, err := span.Stats(cmd.Context(), q, d)
 		if err != nil {
 			return err
 		}
@@ -154,7 +154,7 @@ func pruneCommand(env Env) *cobra.Command {
 		if opt.Conds, err = mongolog.ParseConds(args); err != nil {
 			return err
 		}
-		cfg, db, closeFn, err := tgt.open(cmd, func(cfg *conf.Config) error {
+		span, closeFn, err := tgt.span(cmd, func(cfg *conf.Config) error {
 			_, err := (&mongolog.Reader{Cfg: cfg}).PruneFilter(opt)
 			return err
 		})
@@ -163,7 +163,7 @@ func pruneCommand(env Env) *cobra.Command {
 		}
 		defer closeFn()
 		out := cmd.OutOrStdout()
-		p, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Prune(cmd.Context(), opt, func(s string) { fmt.Fprintln(out, s) })
+		p, err := span.Prune(cmd.Context(), opt, func(s string) { fmt.Fprintln(out, s) })
 		verb := "deleted"
 		if dryRun {
 			verb = "would delete"

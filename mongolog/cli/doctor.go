@@ -59,7 +59,10 @@ func doctorCommand(env Env) *cobra.Command {
 			return fmt.Errorf("--space-ratio %g, --space-min-mib %d: want a ratio above 0 and a size of 0 or more", ratio, spaceMin)
 		}
 		opt.SpaceRatio, opt.SpaceMin = ratio, spaceMin<<20
-		target := tgt.resolved(cmd)
+		target, sel, err := tgt.split(cmd)
+		if err != nil {
+			return err
+		}
 		if pluginTTL != "" {
 			target.Keys["ttl"] = pluginTTL
 		}
@@ -67,7 +70,7 @@ func doctorCommand(env Env) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		return runDoctor(cmd, outs, opt, format, verbose)
+		return runDoctor(cmd, outs, sel, opt, format, verbose)
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text (a line per finding) or json (a JSON object per finding, ok ones included)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as --format json")
@@ -81,7 +84,7 @@ func doctorCommand(env Env) *cobra.Command {
 }
 
 // runDoctor checks each output, printing each finding as it comes.
-func runDoctor(cmd *cobra.Command, outs []mongolog.Output, opt mongolog.DoctorOptions, format string, verbose bool) error {
+func runDoctor(cmd *cobra.Command, outs []mongolog.Output, sel mongolog.Select, opt mongolog.DoctorOptions, format string, verbose bool) error {
 	out := cmd.OutOrStdout()
 	counts := map[string]int{}
 	enc := json.NewEncoder(out)
@@ -101,7 +104,11 @@ func runDoctor(cmd *cobra.Command, outs []mongolog.Output, opt mongolog.DoctorOp
 				return err
 			}
 			defer closeFn()
-			return d.Check(cmd.Context(), &mongolog.Reader{DB: db, Cfg: o.Cfg})
+			r, err := doctorReader(cmd, &mongolog.Reader{DB: db, Cfg: o.Cfg}, sel)
+			if err != nil {
+				return err
+			}
+			return d.Check(cmd.Context(), r)
 		}()
 		if err != nil {
 			if o.Name != "" {
@@ -118,4 +125,24 @@ func runDoctor(cmd *cobra.Command, outs []mongolog.Output, opt mongolog.DoctorOp
 		return &ProblemsError{N: n}
 	}
 	return nil
+}
+
+// doctorReader is the target of r's output that doctor checks: the output
+// itself when static and not narrowed by sel, else its one target that sel
+// leaves, whose dead-letter collection the names must tell (see
+// mongolog.Span.One).
+func doctorReader(cmd *cobra.Command, r *mongolog.Reader, sel mongolog.Select) (*mongolog.Reader, error) {
+	span, err := r.Span(cmd.Context(), sel)
+	if err != nil {
+		return nil, err
+	}
+	one, err := span.One("doctor")
+	if err != nil {
+		return nil, err
+	}
+	if one.Cfg.DeadLetterCollection == "" {
+		return nil, fmt.Errorf("doctor: the dead-letter collection of %s is not told by its name (dead_letter_collection %s): give it with --dead_letter_collection",
+			one.Place(), r.Cfg.DeadLetterCollection)
+	}
+	return one, nil
 }

@@ -56,7 +56,7 @@ func exportCommand(env Env) *cobra.Command {
 		if opt.Hook, err = pauseHook(env, cmd); err != nil {
 			return err
 		}
-		cfg, db, closeFn, err := tgt.open(cmd, func(cfg *conf.Config) error {
+		r, closeFn, err := tgt.one(cmd, "export", func(cfg *conf.Config) error {
 			r := &mongolog.Reader{Cfg: cfg}
 			if err := r.KeyConds(keyConds); err != nil {
 				return fmt.Errorf("--key: %v", err)
@@ -72,9 +72,9 @@ func exportCommand(env Env) *cobra.Command {
 		opt.Report = func(s string) { fmt.Fprintln(out, s) }
 		var finish func()
 		opt.Progress, finish = exportProgress(cmd.ErrOrStderr())
-		res, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Export(cmd.Context(), opt)
+		res, err := r.Export(cmd.Context(), opt)
 		finish()
-		exportSummary(out, cfg, dir, res, prune)
+		exportSummary(out, r.Cfg, dir, res, prune)
 		switch {
 		case cmd.Context().Err() != nil:
 			return &InterruptedError{Next: "run the same export again: it skips the windows written and redoes the one it was on"}

@@ -50,7 +50,7 @@ func queryCommand(env Env) *cobra.Command {
 			return fmt.Errorf("--format %q: want one of %s", format, strings.Join(mongolog.Formats, ", "))
 		}
 		var lag time.Duration
-		cfg, db, closeFn, err := tgt.open(cmd, func(cfg *conf.Config) (err error) {
+		span, closeFn, err := tgt.span(cmd, func(cfg *conf.Config) (err error) {
 			if follow {
 				lag, err = followLag(cmd, env, lagFlag, tgt.file, cfg)
 			}
@@ -60,27 +60,11 @@ func queryCommand(env Env) *cobra.Command {
 			return err
 		}
 		defer closeFn()
-		p := &mongolog.Printer{W: cmd.OutOrStdout(), Format: format, TimeKey: cfg.TimeKey, RawKey: cfg.ParseKey, Note: cmd.ErrOrStderr()}
-		r := &mongolog.Reader{DB: db, Cfg: cfg}
+		p := &mongolog.Printer{W: cmd.OutOrStdout(), Format: format, TimeKey: span.Cfg.TimeKey, RawKey: span.Cfg.ParseKey, Note: cmd.ErrOrStderr()}
 		if follow {
-			return r.Follow(cmd.Context(), q, time.Second, lag, func(rec bson.Raw) error {
-				if err := p.Print(rec); err != nil {
-					return err
-				}
-				return p.Flush()
-			})
+			return followSpan(cmd, span, q, lag, p)
 		}
-		n := 0
-		if err := r.Query(cmd.Context(), q, func(rec bson.Raw) error { n++; return p.Print(rec) }); err != nil {
-			return err
-		}
-		if err := p.Flush(); err != nil {
-			return err
-		}
-		if n == 0 && len(q.Conds) > 0 {
-			return unknownFields(cmd, r, q)
-		}
-		return nil
+		return runQuery(cmd, span, q, p)
 	}
 	cmd.Flags().StringVar(&since, "since", "", "only records of the last duration (15m, 2h, 7d)")
 	cmd.Flags().StringVar(&from, "from", "", "only records at or after this time (2024-06-01T10:00, RFC 3339; UTC)")
@@ -98,10 +82,51 @@ func queryCommand(env Env) *cobra.Command {
 	return cmd
 }
 
+// runQuery prints the records of q in span, each with its target when the
+// span names them.
+func runQuery(cmd *cobra.Command, span *mongolog.Span, q mongolog.Query, p *mongolog.Printer) error {
+	n := 0
+	err := span.Query(cmd.Context(), q, func(at mongolog.Place, rec bson.Raw) error {
+		n++
+		if span.Named {
+			rec = mongolog.Placed(rec, at)
+		}
+		return p.Print(rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := p.Flush(); err != nil {
+		return err
+	}
+	if n == 0 && len(q.Conds) > 0 {
+		return unknownFields(cmd, span, q)
+	}
+	return nil
+}
+
+// followSpan follows the one target of span (follow reads one).
+func followSpan(cmd *cobra.Command, span *mongolog.Span, q mongolog.Query, lag time.Duration, p *mongolog.Printer) error {
+	r, err := span.One("query --follow")
+	if err != nil {
+		return err
+	}
+	at := r.Place()
+	return r.Follow(cmd.Context(), q, time.Second, lag, func(rec bson.Raw) error {
+		if span.Named {
+			rec = mongolog.Placed(rec, at)
+		}
+		if err := p.Print(rec); err != nil {
+			return err
+		}
+		return p.Flush()
+	})
+}
+
 // unknownFields explains a query that matched nothing by the fields its
 // conditions name that no record of the range has, if any.
-func unknownFields(cmd *cobra.Command, r *mongolog.Reader, q mongolog.Query) error {
-	unknown, seen, err := r.UnknownFields(cmd.Context(), q)
+func unknownFields(cmd *cobra.Command, span *mongolog.Span, q mongolog.Query) error {
+	unknown, seen, err := span.UnknownFields(cmd.Context(), q)
 	if err == nil && len(unknown) > 0 {
 		return fmt.Errorf("no record matches, and none of the records of the range has %s; the records have: %s",
 			strings.Join(unknown, ", "), strings.Join(seen, ", "))

@@ -2,12 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
@@ -46,7 +47,12 @@ func addTarget(cmd *cobra.Command, env Env, keys ...string) *target {
 				def = d.Default
 			}
 		}
-		t.keys[k] = cmd.Flags().String(k, "", "the plugin's "+k+" (default "+strings.TrimSpace(def+" as the plugin")+")")
+		help := "the plugin's " + k + " (default " + strings.TrimSpace(def+" as the plugin") + ")"
+		if slices.Contains(selectKeys, k) {
+			help += ";\na glob (app_*, path.Match syntax) reads the " + k + "s it matches, and with a templated " + k +
+				"\nit or a name narrows the read to the matching targets"
+		}
+		t.keys[k] = cmd.Flags().String(k, "", help)
 	}
 	return t
 }
@@ -62,24 +68,83 @@ func (t *target) resolved(cmd *cobra.Command) mongolog.Target {
 	return mongolog.Target{File: t.file, Output: t.output, Keys: keys}
 }
 
-// open connects to what t names once check, if given, passes its
+// selectKeys are the keys whose flags also narrow the targets of a read
+// (see split).
+var selectKeys = []string{"database", "collection"}
+
+// split is the target with the flags given, and the Select that
+// --database and --collection make: a glob (k8s_*) always selects, and so
+// does a plain name when the output's own value of the key is a template
+// (it picks one of the targets); any other value, a template or a name
+// of a static output, sets the key as it always has.
+func (t *target) split(cmd *cobra.Command) (mongolog.Target, mongolog.Select, error) {
+	tg := t.resolved(cmd)
+	var sel mongolog.Select
+	for _, k := range selectKeys {
+		v, ok := tg.Keys[k]
+		if !ok || strings.Contains(v, "$") {
+			continue
+		}
+		if !mongolog.IsGlob(v) {
+			own := mongolog.Target{File: tg.File, Output: tg.Output, Keys: maps.Clone(tg.Keys)}
+			delete(own.Keys, k)
+			m, err := own.Map(t.env.getenv)
+			if err != nil || !strings.Contains(m.Get(k), "$") {
+				continue // a static output: the flag names it (an error comes again from Config)
+			}
+		}
+		delete(tg.Keys, k)
+		if k == "database" {
+			sel.Database = v
+		} else {
+			sel.Collection = v
+		}
+	}
+	return tg, sel, sel.Check()
+}
+
+// span connects to the targets t names once check, if given, passes their
 // configuration: usage errors come before any I/O. The caller closes the
 // connection with the function returned.
-func (t *target) open(cmd *cobra.Command, check func(*conf.Config) error) (*conf.Config, *mongo.Database, func(), error) {
-	cfg, err := t.resolved(cmd).Config(t.env.getenv)
+func (t *target) span(cmd *cobra.Command, check func(*conf.Config) error) (*mongolog.Span, func(), error) {
+	tg, sel, err := t.split(cmd)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
+	}
+	cfg, err := tg.Config(t.env.getenv)
+	if err != nil {
+		return nil, nil, err
 	}
 	if check != nil {
 		if err := check(cfg); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 	}
 	db, closeFn, err := mongolog.Connect(cmd.Context(), cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	return cfg, db, closeFn, nil
+	s, err := (&mongolog.Reader{DB: db, Cfg: cfg}).Span(cmd.Context(), sel)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return s, closeFn, nil
+}
+
+// one is the one target t names (see span and Span.One), for a command
+// that reads one target (what, e.g. "export").
+func (t *target) one(cmd *cobra.Command, what string, check func(*conf.Config) error) (*mongolog.Reader, func(), error) {
+	s, closeFn, err := t.span(cmd, check)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := s.One(what)
+	if err != nil {
+		closeFn()
+		return nil, nil, err
+	}
+	return r, closeFn, nil
 }
 
 // queryOf is the query of a read command's conditions and time flags.
