@@ -51,11 +51,21 @@ func BucketID(id string, seq int) string {
 
 // Group splits recs into groups, in order of first appearance.
 func (c *Config) Group(tag string, recs []parser.Record) []*Group {
+	return c.group(tag, len(recs), func(i int) *parser.Record { return &recs[i] })
+}
+
+// GroupRefs is Group of the records recs point to.
+func (c *Config) GroupRefs(tag string, recs []*parser.Record) []*Group {
+	return c.group(tag, len(recs), func(i int) *parser.Record { return recs[i] })
+}
+
+// group groups the n records rec gives, in order.
+func (c *Config) group(tag string, n int, rec func(i int) *parser.Record) []*Group {
 	byKey := map[string]*Group{}
 	var groups []*Group
 	var scratch []byte
-	for i := range recs {
-		rec := &recs[i]
+	for i := range n {
+		rec := rec(i)
 		var start time.Time
 		if c.Window > 0 {
 			start = rec.Time.Truncate(c.Window)

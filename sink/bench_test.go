@@ -35,7 +35,11 @@ func (quietLog) Errorf(string, ...any) {}
 // benchFlush measures the whole CPU path of one chunk: decode, parse,
 // group, and build every bucket update (the store does no I/O). One sink
 // serves every iteration, as one plugin instance serves every flush.
-func benchFlush(b *testing.B, file, line string) {
+func benchFlush(b *testing.B, file, line string) { benchFlushTo(b, file, line, "", "") }
+
+// benchFlushTo is benchFlush writing to the collection template coll ("":
+// the static collection logs), grouping by the field key ("": the tag).
+func benchFlushTo(b *testing.B, file, line, coll, key string) {
 	chunk, err := os.ReadFile("../test/testdata/" + file)
 	if err != nil {
 		b.Fatal(err)
@@ -49,6 +53,12 @@ func benchFlush(b *testing.B, file, line string) {
 		MaxInflight: 4, WriteBatch: 100, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_", Line: lp, ParseKey: "log"},
 		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
+	}
+	if coll != "" {
+		opt.Targets = testRouter(b, "fluentbit", coll, 1000).t
+	}
+	if key != "" {
+		opt.Grouper.KeyPaths = []string{key}
 	}
 	n, _ := parser.CountRecords(chunk)
 	s, err := New(opt, nullStore{}, writer.DefaultRetry, quietLog{})
@@ -72,4 +82,16 @@ func BenchmarkTranscodeApache2(b *testing.B) {
 }
 func BenchmarkTranscodeRawAccess(b *testing.B) {
 	benchFlush(b, "chunk-raw-access-5000.msgpack", "apache_combined")
+}
+
+// BenchmarkTranscodeAppJSONByModule is the same buckets as the field
+// template's (one group per module and window), in one collection.
+func BenchmarkTranscodeAppJSONByModule(b *testing.B) {
+	benchFlushTo(b, "chunk-app-json-5000.msgpack", "", "", "module")
+}
+func BenchmarkTranscodeAppJSONTagTemplate(b *testing.B) {
+	benchFlushTo(b, "chunk-app-json-5000.msgpack", "", "logs_$TAG[0]", "")
+}
+func BenchmarkTranscodeAppJSONFieldTemplate(b *testing.B) {
+	benchFlushTo(b, "chunk-app-json-5000.msgpack", "", "app_$module", "")
 }

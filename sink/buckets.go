@@ -19,7 +19,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		if err := s.prepare(ctx, coll, false); err != nil {
 			return err
 		}
-		groups = append(groups, s.groupsIn(coll, f.tag, parts[i])...)
+		groups = append(groups, s.groupsIn(coll, f.tag, f.batch, parts, i)...)
 	}
 	res.Groups = len(groups)
 	// Stored is read under the groups' locks (see Buckets.Write): the
@@ -54,9 +54,15 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	return err
 }
 
-// groupsIn groups the records of tag that go to collection coll.
-func (s *Sink) groupsIn(coll, tag string, recs []parser.Record) []*bucketer.Group {
-	groups := s.opt.Grouper.Group(tag, recs)
+// groupsIn groups the records of tag that route sends to its j-th
+// collection, coll.
+func (s *Sink) groupsIn(coll, tag string, b *parser.Batch, parts [][]*parser.Record, j int) []*bucketer.Group {
+	var groups []*bucketer.Group
+	if parts == nil {
+		groups = s.opt.Grouper.Group(tag, b.Records)
+	} else {
+		groups = s.opt.Grouper.GroupRefs(tag, parts[j])
+	}
 	for _, g := range groups {
 		g.Collection = coll
 	}

@@ -21,11 +21,7 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 		if err := s.prepare(ctx, coll, false); err != nil {
 			return err
 		}
-		all := make([]*parser.Record, len(parts[i]))
-		for j := range parts[i] {
-			all[j] = &parts[i][j]
-		}
-		recs := f.pending(all, nil)
+		recs := f.pending(part(f.batch, parts, i), nil)
 		docs := make([]writer.Doc, len(recs))
 		for j, r := range recs {
 			s.expire(r)

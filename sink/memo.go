@@ -9,7 +9,7 @@ import (
 type flush struct {
 	id, tag string
 	batch   *parser.Batch
-	dests   []dest // by position in batch.Records; nil: every record goes to Collection
+	dests   *routes // nil: every record goes to Collection
 	prev    *memo
 	parked  []writer.Parked
 	limits  map[string]int            // see memo

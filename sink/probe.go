@@ -13,7 +13,7 @@ import (
 
 // holds reports whether anything of generation gen of a content is
 // stored: in its buckets or flat documents, or in the dead letters.
-func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests []dest) (bool, error) {
+func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests *routes) (bool, error) {
 	id := GenID(content, gen)
 	f := &flush{id: id, tag: tag, batch: batch, dests: dests, prev: &memo{}, limits: map[string]int{}}
 	colls, parts := s.route(f)
@@ -22,16 +22,17 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 	}
 	for i, coll := range colls {
 		if s.opt.Mode == ModeFlat {
-			ids := make([]bsoncore.Value, len(parts[i]))
-			for j := range parts[i] {
-				ids[j] = parts[i][j].Doc.Lookup(model.ID)
+			recs := part(batch, parts, i)
+			ids := make([]bsoncore.Value, len(recs))
+			for j, r := range recs {
+				ids[j] = r.Doc.Lookup(model.ID)
 			}
 			if n, err := writer.Existing(ctx, s.store, coll, ids, s.retry); err != nil || n > 0 {
 				return n > 0, err
 			}
 			continue
 		}
-		stored, err := s.buckets.Stored(ctx, id, s.groupsIn(coll, tag, parts[i]))
+		stored, err := s.buckets.Stored(ctx, id, s.groupsIn(coll, tag, batch, parts, i))
 		if err != nil || len(stored) > 0 {
 			return len(stored) > 0, err
 		}

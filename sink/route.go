@@ -15,11 +15,20 @@ import (
 // With partition_keep, records older than the kept range (at the time of
 // the flush) are parked instead: their partition is dropped, or about to
 // be.
-func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
+//
+// parts is nil when every record goes to the one collection: all holds
+// them then (see part).
+func (s *Sink) route(f *flush) (colls []string, parts [][]*parser.Record) {
 	recs := f.batch.Records
 	p := s.opt.Partitions
-	if p.Period == layout.None && f.dests == nil {
-		return []string{s.opt.Collection}, [][]parser.Record{recs}
+	if p.Period == layout.None && (f.dests == nil || f.dests.at == nil) {
+		switch {
+		case f.dests == nil:
+			return []string{s.opt.Collection}, nil
+		case len(f.dests.table) == 0:
+			return nil, nil
+		}
+		return []string{f.dests.table[0].coll}, nil
 	}
 	oldest := p.Oldest(s.opt.Now())
 	at := map[string]int{}
@@ -27,7 +36,7 @@ func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
 		r := &recs[i]
 		c := s.opt.Collection
 		if f.dests != nil {
-			c = f.dests[i].coll
+			c = f.dests.of(i).coll
 		}
 		if p.Period != layout.None {
 			p.Base = c
@@ -45,14 +54,26 @@ func (s *Sink) route(f *flush) (colls []string, parts [][]parser.Record) {
 			colls = append(colls, c)
 			parts = append(parts, nil)
 		}
-		parts[j] = append(parts[j], *r)
+		parts[j] = append(parts[j], r)
 	}
 	return colls, parts
 }
 
+// part is the records route sends to its j-th collection.
+func part(b *parser.Batch, parts [][]*parser.Record, j int) []*parser.Record {
+	if parts != nil {
+		return parts[j]
+	}
+	all := make([]*parser.Record, len(b.Records))
+	for i := range b.Records {
+		all[i] = &b.Records[i]
+	}
+	return all
+}
+
 // dests resolves where each record of b goes, when targets are templates
 // (nil otherwise), and reports the records sent to an overflow target.
-func (s *Sink) dests(tag string, b *parser.Batch, res *Result) []dest {
+func (s *Sink) dests(tag string, b *parser.Batch, res *Result) *routes {
 	if s.router == nil {
 		return nil
 	}
@@ -85,7 +106,7 @@ func (s *Sink) deadLetterOf(f *flush, byIndex map[int]int) func(l *letter) strin
 	return func(l *letter) string {
 		if i, ok := byIndex[l.index]; ok && l.index >= 0 {
 			r := &f.batch.Records[i]
-			return s.router.deadLetter(f.tag, bson.Raw(r.Doc), f.dests[i])
+			return s.router.deadLetter(f.tag, bson.Raw(r.Doc), f.dests.of(i))
 		}
 		return s.router.deadLetter(f.tag, nil, s.router.resolve(f.tag, nil))
 	}

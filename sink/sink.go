@@ -231,7 +231,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 
 // flushGen writes generation gen of a chunk's content: what earlier
 // attempts of it did not store.
-func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests []dest, res *Result) (*flush, error) {
+func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests *routes, res *Result) (*flush, error) {
 	id := GenID(content, gen)
 	if gen > 0 && s.opt.Mode == ModeFlat {
 		s.reid(batch, id)

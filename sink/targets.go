@@ -97,41 +97,56 @@ func (rt *router) deadLetter(tag string, rec bson.Raw, d dest) string {
 	return rt.name(db, coll)
 }
 
-// dests resolves the destination of each record of b (by position in
-// b.Records) and counts those sent to an overflow target. A template of
-// the tag alone is resolved once.
-func (rt *router) dests(tag string, b *parser.Batch) (out []dest, over int) {
-	out = make([]dest, len(b.Records))
-	if len(out) == 0 {
-		return out, 0
+// routes are where a chunk's records go: table holds the distinct
+// destinations, at the index in table of each record's (by position in
+// the batch's Records; nil: every record goes to table[0]).
+type routes struct {
+	table []dest
+	at    []int32
+}
+
+// of is the destination of record i.
+func (r *routes) of(i int) dest {
+	if r.at == nil {
+		return r.table[0]
+	}
+	return r.table[r.at[i]]
+}
+
+// dests resolves the destination of each record of b and counts those
+// sent to an overflow target. A template of the tag alone is resolved
+// once; records whose field values are equal share a destination, resolved
+// once (see target.Target.AppendKey).
+func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over int) {
+	r = &routes{}
+	if len(b.Records) == 0 {
+		return r, 0
 	}
 	if rt.t.Target.Database.TagOnly() && rt.t.Target.Collection.TagOnly() {
 		d := rt.resolve(tag, nil)
-		for i := range out {
-			out[i] = d
-		}
+		r.table = []dest{d}
 		if d.over > 0 {
-			over = len(out)
+			over = len(b.Records)
 		}
-		return out, over
+		return r, over
 	}
-	// Records with the same field values share a destination: resolved
-	// once per chunk and key (see target.Target.AppendKey).
-	seen := map[string]dest{}
+	r.at = make([]int32, len(b.Records))
+	seen := map[string]int32{}
 	var key []byte
 	for i := range b.Records {
 		rec := bson.Raw(b.Records[i].Doc)
 		key = rt.t.Target.AppendKey(key[:0], rec)
-		d, ok := seen[string(key)]
+		j, ok := seen[string(key)]
 		if !ok {
-			d = rt.resolve(tag, rec)
-			seen[string(key)] = d
+			j = int32(len(r.table))
+			r.table = append(r.table, rt.resolve(tag, rec))
+			seen[string(key)] = j
 		}
-		if out[i] = d; d.over > 0 {
+		if r.at[i] = j; r.table[j].over > 0 {
 			over++
 		}
 	}
-	return out, over
+	return r, over
 }
 
 // overflowed counts n records sent to an overflow target and returns, at

@@ -8,7 +8,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
 
-func testRouter(t *testing.T, db, coll string, limit int) *router {
+func testRouter(t testing.TB, db, coll string, limit int) *router {
 	t.Helper()
 	d, err := target.ParseDatabase(db)
 	if err != nil {

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math"
 	"strconv"
@@ -230,7 +231,8 @@ func lookup(doc []byte, path []string) (bsoncore.Value, bool) {
 	return bsoncore.Value{}, false
 }
 
-// element is the value of doc's first element named key.
+// element is the value of doc's first element named key. It reads each
+// element's type and name once, and its value only to skip it.
 func element(doc []byte, key string) (bsoncore.Value, bool) {
 	length, _, ok := bsoncore.ReadLength(doc)
 	if !ok || length < 5 || int(length) > len(doc) {
@@ -238,13 +240,18 @@ func element(doc []byte, key string) (bsoncore.Value, bool) {
 	}
 	rem := doc[4 : length-1]
 	for len(rem) > 0 {
-		elem, rest, ok := bsoncore.ReadElement(rem)
+		t := bsoncore.Type(rem[0])
+		end := bytes.IndexByte(rem[1:], 0)
+		if end < 0 {
+			return bsoncore.Value{}, false
+		}
+		name := rem[1 : 1+end]
+		v, rest, ok := bsoncore.ReadValue(rem[2+end:], t)
 		if !ok {
 			return bsoncore.Value{}, false
 		}
-		if string(elem.KeyBytes()) == key {
-			v, err := elem.ValueErr()
-			return v, err == nil
+		if string(name) == key {
+			return v, true
 		}
 		rem = rest
 	}
