@@ -232,13 +232,18 @@ func TestTargetsOverflow(t *testing.T) {
 		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"id", fmt.Sprintf("r%d", i)}, kv{"ns", fmt.Sprintf("n%d", i%3)}))
 	}
 	c := chunkFile(t, t.TempDir(), "c", recs...)
-	props := e.props("collection", "k_$ns", "target_limit", "2", "target_overflow", "spill")
+	addr := freeAddr(t)
+	props := e.props("collection", "k_$ns", "target_limit", "2", "target_overflow", "spill", "instance_name", "k", "metrics_listen", addr)
 	e.init("a", props)
 	e.mustFlush("a", "app", c)
-	if !waitLog(e.host, "went to an overflow target") {
+	if !waitLog(e.host, "2 records went to an overflow target") {
 		t.Errorf("no overflow warning:\n%s", e.host.Stderr())
 	}
+	if got := scrape(t, addr)["out_mongodb_records_overflowed_total"]["output=k"]; got != 2 {
+		t.Errorf("out_mongodb_records_overflowed_total = %v, want 2", got)
+	}
 	e.exit("a")
+	delete(props, "metrics_listen")
 	e.restartHost()
 	e.init("a", props)
 	e.mustFlush("a", "app", c)
