@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
@@ -21,10 +22,24 @@ func (s *Sink) prepare(ctx context.Context, coll string, deadLetter bool) error 
 	if s.opt.Setup == nil {
 		return nil
 	}
-	if v, ok := s.ready.Load(coll); ok {
-		if failed, ok := v.(time.Time); !ok || time.Since(failed) < setupRetry {
-			return nil
+	done := func() bool {
+		v, ok := s.ready.Load(coll)
+		if !ok {
+			return false
 		}
+		failed, ok := v.(time.Time)
+		return !ok || time.Since(failed) < setupRetry
+	}
+	if done() {
+		return nil
+	}
+	// One Setup per collection at a time: concurrent flushes of a new
+	// target wait for the first one's.
+	mu, _ := s.preparing.LoadOrStore(coll, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	if done() {
+		return nil
 	}
 	err := s.opt.Setup(ctx, coll, deadLetter)
 	var required *layout.Required

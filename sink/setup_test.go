@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,5 +157,35 @@ func TestSetupRefusedWritesAnyway(t *testing.T) {
 	}
 	if calls != 1 {
 		t.Errorf("Setup called %d times, want 1", calls)
+	}
+}
+
+// Concurrent flushes of chunks for one new collection run its Setup once:
+// the others wait for it. (Without the wait every flush would run it; the
+// test cannot fail when Setup runs once, whatever the scheduling.)
+func TestSetupOncePerCollectionUnderConcurrency(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	s, chunk := setupSink(t, func(context.Context, string, bool) error {
+		if calls.Add(1) == 1 {
+			<-release
+		}
+		return nil
+	})
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res := s.Flush(context.Background(), fmt.Sprintf("tag%d", i), chunk); res.Status != Done {
+				t.Errorf("flush %d: %v (%v)", i, res.Status, res.Err)
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond) // let the other flushes reach Setup, if they would
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("Setup ran %d times for one collection, want once", n)
 	}
 }

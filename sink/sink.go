@@ -128,6 +128,7 @@ type Sink struct {
 	batches    sync.Pool
 	totals     Totals
 	ready      sync.Map // collections Setup has prepared
+	preparing  sync.Map // a *sync.Mutex per collection, held while Setup runs
 }
 
 // Totals are counters since start. A chunk and its records count once,
