@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -162,21 +163,28 @@ func (nullStore) Ping(context.Context) error                           { return 
 // per Find, Upserts or InsertMany call.
 type countingStore struct {
 	nullStore
+	mu                   sync.Mutex // the writer sends a round's commands at once
 	commands, statements int
 }
 
 func (c *countingStore) Upserts(_ context.Context, _ string, ups []writer.Upsert) []error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.commands++
 	c.statements += len(ups)
 	return make([]error, len(ups))
 }
 
 func (c *countingStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.commands++
 	return nil, nil
 }
 
 func (c *countingStore) InsertMany(context.Context, string, []bson.Raw) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.commands++
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,14 +27,15 @@ var templates = []struct{ name, collection, key string }{
 	{"record-field", "app_$module", ""},
 }
 
-// withTemplate is opt writing to the collection template src.
-func withTemplate(opt sink.Options, src string) (sink.Options, error) {
+// withTemplate is opt writing to the collection template src, at most
+// limit targets.
+func withTemplate(opt sink.Options, src string, limit int) (sink.Options, error) {
 	coll, err := target.Parse(src)
 	if err != nil || coll.Static() {
 		return opt, err
 	}
 	db, _ := target.ParseDatabase("fluentbit")
-	opt.Targets = &sink.Targets{Target: target.Target{Database: db, Collection: coll}, DeadLetter: coll, Limit: 1000, Overflow: "other"}
+	opt.Targets = &sink.Targets{Target: target.Target{Database: db, Collection: coll}, DeadLetter: coll, Limit: limit, Overflow: "other"}
 	return opt, nil
 }
 
@@ -58,7 +60,7 @@ func targetRows() error {
 		if err != nil {
 			return err
 		}
-		if opt, err = withTemplate(opt, tm.collection); err != nil {
+		if opt, err = withTemplate(opt, tm.collection, 1000); err != nil {
 			return err
 		}
 		if tm.key != "" {
@@ -82,51 +84,66 @@ func targetRows() error {
 // collection.
 type perTarget struct {
 	nullStore
+	mu         sync.Mutex
 	commands   int
 	statements map[string]int
 }
 
 func (p *perTarget) Upserts(_ context.Context, coll string, ups []writer.Upsert) []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.commands++
 	p.statements[coll] += len(ups)
 	return make([]error, len(ups))
 }
 
 func (p *perTarget) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.commands++
 	return nil, nil
 }
 
 // targetCommands prints the commands of one chunk whose records go to T
 // targets beside the formula: per target one lookup and ceil(S_t /
-// write_batch) updates, S_t the statements its buckets need.
+// write_batch) updates, S_t the statements its buckets need. The second
+// template names a target per value of cost (some 2000 values), bounded by
+// target_limit 50: 50 targets and the overflow target.
 func targetCommands(w workload, chunk []byte) error {
-	fmt.Println("\nCommands per chunk with collection app_$module (bucket mode, empty collections): per target t, 1 lookup + ceil(S_t/write_batch);")
+	fmt.Println("\nCommands per chunk by collection template (bucket mode, empty collections): per target t, 1 lookup + ceil(S_t/write_batch);")
 	fmt.Println("S_t is the update statements sent to target t:")
-	fmt.Printf("%-20s %12s %8s %11s %15s %8s\n", "fixture", "write_batch", "targets", "statements", "commands/chunk", "formula")
-	for _, batch := range []int{1, 20, 100} {
-		opt, err := sinkOptions(w, sink.ModeBucket)
-		if err != nil {
-			return err
+	fmt.Printf("%-14s %12s %12s %8s %11s %15s %8s\n", "collection", "target_limit", "write_batch", "targets", "statements", "commands/chunk", "formula")
+	for _, tm := range []struct {
+		src   string
+		limit int
+	}{{"app_$module", 1000}, {"c_$cost", 50}} {
+		for _, batch := range []int{1, 20, 100} {
+			opt, err := sinkOptions(w, sink.ModeBucket)
+			if err != nil {
+				return err
+			}
+			opt.WriteBatch = batch
+			if opt, err = withTemplate(opt, tm.src, tm.limit); err != nil {
+				return err
+			}
+			store := &perTarget{statements: map[string]int{}}
+			s, err := sink.New(opt, store, writer.DefaultRetry, quiet{})
+			if err != nil {
+				return err
+			}
+			if res := s.Flush(context.Background(), w.tag, chunk); res.Status != sink.Done {
+				return res.Err
+			}
+			formula, stmts := 0, 0
+			for _, st := range store.statements {
+				formula += 1 + (st+batch-1)/batch
+				stmts += st
+			}
+			fmt.Printf("%-14s %12d %12d %8d %11d %15d %8d\n", tm.src, tm.limit, batch, len(store.statements), stmts, store.commands, formula)
+			if store.commands > formula {
+				return fmt.Errorf("%s, write_batch %d: %d commands, more than the formula's %d", tm.src, batch, store.commands, formula)
+			}
 		}
-		opt.WriteBatch = batch
-		if opt, err = withTemplate(opt, "app_$module"); err != nil {
-			return err
-		}
-		store := &perTarget{statements: map[string]int{}}
-		s, err := sink.New(opt, store, writer.DefaultRetry, quiet{})
-		if err != nil {
-			return err
-		}
-		if res := s.Flush(context.Background(), w.tag, chunk); res.Status != sink.Done {
-			return res.Err
-		}
-		formula, stmts := 0, 0
-		for _, st := range store.statements {
-			formula += 1 + (st+batch-1)/batch
-			stmts += st
-		}
-		fmt.Printf("%-20s %12d %8d %11d %15d %8d\n", w.name, batch, len(store.statements), stmts, store.commands, formula)
 	}
 	return nil
 }
