@@ -22,9 +22,16 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 	}
 	for i, coll := range colls {
 		if s.opt.Mode == ModeFlat {
-			ids := make([]bsoncore.Value, len(parts[i]))
+			// Documents with their own id (id_key) are stored whatever
+			// the generation: they say nothing of which one is.
+			ids := make([]bsoncore.Value, 0, len(parts[i]))
 			for j := range parts[i] {
-				ids[j] = parts[i][j].Doc.Lookup(model.ID)
+				if _, own, _ := s.idOf(parts[i][j].Doc); !own {
+					ids = append(ids, parts[i][j].Doc.Lookup(model.ID))
+				}
+			}
+			if len(ids) == 0 {
+				continue
 			}
 			if n, err := writer.Existing(ctx, s.store, coll, ids, s.retry); err != nil || n > 0 {
 				return n > 0, err

@@ -153,10 +153,11 @@ func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.R
 	return nil, nil
 }
 func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
+func (nullStore) Replace(context.Context, string, []bson.Raw) error    { return nil }
 func (nullStore) Ping(context.Context) error                           { return nil }
 
 // countingStore is a nullStore that counts the commands a flush sends: one
-// per Find, Upserts or InsertMany call.
+// per Find, Upserts, InsertMany or Replace call.
 type countingStore struct {
 	nullStore
 	commands, statements int
@@ -174,6 +175,11 @@ func (c *countingStore) Find(context.Context, string, bson.Raw, writer.Query) ([
 }
 
 func (c *countingStore) InsertMany(context.Context, string, []bson.Raw) error {
+	c.commands++
+	return nil
+}
+
+func (c *countingStore) Replace(context.Context, string, []bson.Raw) error {
 	c.commands++
 	return nil
 }
