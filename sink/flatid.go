@@ -86,17 +86,27 @@ func (s *Sink) ownIDs(b *parser.Batch) {
 	}
 }
 
-// withID is doc, whose first element is its _id, with id as its _id.
+// withID is doc with id as its _id, in the place of the one it has.
 func withID(doc bsoncore.Document, id bsoncore.Value) bsoncore.Document {
-	first, err := doc.IndexErr(0)
-	if err != nil || first.Key() != model.ID {
+	old, err := doc.LookupErr(model.ID)
+	if err != nil {
 		return doc
 	}
-	rest := doc[4+len(first) : len(doc)-1]
-	out := make([]byte, 0, len(doc)-len(first)+len(model.ID)+2+len(id.Data))
+	out := make([]byte, 0, len(doc)-len(old.Data)+len(id.Data))
 	start, out := bsoncore.AppendDocumentStart(out)
-	out = bsoncore.AppendValueElement(out, model.ID, id)
-	out = append(out, rest...)
+	rest := doc[4 : len(doc)-1]
+	for len(rest) > 0 {
+		el, next, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			return doc
+		}
+		if el.Key() == model.ID {
+			out = bsoncore.AppendValueElement(out, model.ID, id)
+		} else {
+			out = append(out, el...)
+		}
+		rest = next
+	}
 	out, _ = bsoncore.AppendDocumentEnd(out, start)
 	return out
 }

@@ -7,6 +7,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 // valueOf is v as the decoder stores it.
@@ -68,10 +71,10 @@ func TestRecordID(t *testing.T) {
 	}
 }
 
-// withID puts the id first in place of the document's own _id and keeps
-// every other field, in order.
+// withID puts the id in place of the document's own _id (which the
+// decoder writes after the time) and keeps every other field, in order.
 func TestWithID(t *testing.T) {
-	doc, err := bson.Marshal(bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "tag", Value: "app"},
+	doc, err := bson.Marshal(bson.D{{Key: "ts", Value: bson.DateTime(1)}, {Key: "_id", Value: bson.NewObjectID()}, {Key: "tag", Value: "app"},
 		{Key: "id", Value: "evt-1"}, {Key: "n", Value: int32(2)}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,9 +83,47 @@ func TestWithID(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := bson.Marshal(bson.D{{Key: "_id", Value: "evt-1"}, {Key: "tag", Value: "app"},
+	want, _ := bson.Marshal(bson.D{{Key: "ts", Value: bson.DateTime(1)}, {Key: "_id", Value: "evt-1"}, {Key: "tag", Value: "app"},
 		{Key: "id", Value: "evt-1"}, {Key: "n", Value: int32(2)}})
 	if string(got) != string(want) {
 		t.Errorf("got %v, want %v", bson.Raw(got), bson.Raw(want))
+	}
+}
+
+// A later generation's reid rewrites the plugin's ObjectIDs and leaves a
+// record's own id alone, an ObjectID too; holds' probe of that generation
+// leaves it out (see probe.go), as idOf tells.
+func TestReidKeepsOwnIDs(t *testing.T) {
+	s, err := New(Options{Mode: ModeFlat, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", IDKey: "eid",
+		MaxInflight: 1, Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"}},
+		nullStore{}, writer.DefaultRetry, quietLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, plugin := bson.NewObjectID(), bson.NewObjectID()
+	docOf := func(id bson.ObjectID, eid any) bsoncore.Document {
+		d := bson.D{{Key: "_id", Value: id}, {Key: "tag", Value: "app"}}
+		if eid != nil {
+			d = append(d, bson.E{Key: "eid", Value: eid})
+		}
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return raw
+	}
+	b := &parser.Batch{Records: []parser.Record{{Index: 0, Doc: docOf(own, own)}, {Index: 1, Doc: docOf(plugin, nil)}}}
+	s.reid(b, GenID("0123456789abcdef01234567", 1))
+	if got := bson.Raw(b.Records[0].Doc).Lookup("_id").ObjectID(); got != own {
+		t.Errorf("own ObjectID rewritten: %v, want %v", got, own)
+	}
+	if got := bson.Raw(b.Records[1].Doc).Lookup("_id").ObjectID(); got == plugin {
+		t.Errorf("plugin ObjectID %v not rewritten for the later generation", got)
+	}
+	if _, ownID, _ := s.idOf(b.Records[0].Doc); !ownID {
+		t.Error("idOf does not tell the record carries its own id")
+	}
+	if _, ownID, _ := s.idOf(b.Records[1].Doc); ownID {
+		t.Error("idOf takes a record without the field for one with its own id")
 	}
 }

@@ -40,7 +40,7 @@ type Upsert struct{ Filter, Update bson.Raw }
 
 // Query shapes a Find: the fields returned, the order, and how many.
 type Query struct {
-	Projection bson.Raw
+	Projection bson.Raw // nil: whole documents
 	Sort       bson.Raw // nil: any order
 	Limit      int64    // 0: all
 }
@@ -74,7 +74,10 @@ func (s MongoStore) Find(ctx context.Context, coll string, filter bson.Raw, q Qu
 	if s.Majority {
 		copts = append(copts, options.Collection().SetReadConcern(readconcern.Majority()))
 	}
-	fo := options.Find().SetProjection(q.Projection)
+	fo := options.Find()
+	if q.Projection != nil {
+		fo.SetProjection(q.Projection)
+	}
 	if q.Sort != nil {
 		fo.SetSort(q.Sort)
 	}
