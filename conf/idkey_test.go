@@ -18,6 +18,7 @@ func TestIDKey(t *testing.T) {
 	for _, kv := range [][]string{
 		{"mode", "flat", "id_key", "__id"},
 		{"mode", "flat", "id_key", "id", "include_fields", "id,msg"},
+		{"mode", "flat", "id_key", "id", "capped_size", "1M"}, // keep inserts only
 		{"id_action", "keep"}, // the default written out, in any mode
 	} {
 		if _, err := parse(with(kv...)); err != nil {
@@ -38,6 +39,7 @@ func TestIDKey(t *testing.T) {
 		{[]string{"mode", "flat", "id_key", "id", "include_fields", "msg,level"}, `id_key: invalid value "id": is not in include_fields (msg,level), so no stored record has it`},
 		{[]string{"mode", "flat", "id_key", "id", "id_action", "upsert"}, `id_action: invalid value "upsert": must be one of keep, replace`},
 		{[]string{"mode", "flat", "id_action", "replace"}, `id_action: invalid value "replace": needs id_key (without it every document has the plugin's own _id)`},
+		{[]string{"mode", "flat", "id_key", "id", "id_action", "replace", "capped_size", "1M"}, `id_action: invalid value "replace": cannot be combined with capped_size (MongoDB refuses a replacement that changes a document's size in a capped collection)`},
 	} {
 		_, err := parse(with(tt.kv...))
 		if msgs := messages(err); len(msgs) != 1 || msgs[0] != tt.want {

@@ -723,6 +723,9 @@ func (r *reader) idKeyNeeds(c *Config) {
 	if v, set := r.set["id_action"]; set && r.good("id_action", "id_key") && c.IDKey == "" && v != defaultOf("id_action") {
 		r.invalid("id_action", v, "needs id_key (without it every document has the plugin's own _id)")
 	}
+	if r.good("id_action", "capped_size") && c.IDAction == IDReplace && c.CappedSize > 0 {
+		r.invalid("id_action", r.set["id_action"], "cannot be combined with capped_size (MongoDB refuses a replacement that changes a document's size in a capped collection)")
+	}
 	if c.IDKey == "" || !r.good("id_key") {
 		return
 	}
