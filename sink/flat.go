@@ -90,11 +90,17 @@ func (s *Sink) putFlat(ctx context.Context, f *flush, coll string, recs []*parse
 			drops[j] = d
 		}
 	}
-	put, limitKey := writer.InsertAll, coll
+	limitKey := coll
 	if replace {
-		put, limitKey = writer.ReplaceAll, coll+"\x00replace"
+		limitKey = coll + "\x00replace"
 	}
-	ins, err := put(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], drops)
+	var ins writer.Inserted
+	var err error
+	if replace {
+		ins, err = writer.ReplaceAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], s.buckets.Batch(), drops)
+	} else {
+		ins, err = writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], drops)
+	}
 	if ins.Limit > 0 {
 		f.limits[limitKey] = ins.Limit
 	}

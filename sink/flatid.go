@@ -86,7 +86,9 @@ func (s *Sink) ownIDs(b *parser.Batch) {
 	}
 }
 
-// withID is doc with id as its _id, in the place of the one it has.
+// withID is doc with id as its _id in place of the one it has, first, as
+// MongoDB stores it: a document stored is then the same, byte for byte, as
+// the one sent (see writer.ReplaceAll).
 func withID(doc bsoncore.Document, id bsoncore.Value) bsoncore.Document {
 	old, err := doc.LookupErr(model.ID)
 	if err != nil {
@@ -94,15 +96,14 @@ func withID(doc bsoncore.Document, id bsoncore.Value) bsoncore.Document {
 	}
 	out := make([]byte, 0, len(doc)-len(old.Data)+len(id.Data))
 	start, out := bsoncore.AppendDocumentStart(out)
+	out = bsoncore.AppendValueElement(out, model.ID, id)
 	rest := doc[4 : len(doc)-1]
 	for len(rest) > 0 {
 		el, next, ok := bsoncore.ReadElement(rest)
 		if !ok {
 			return doc
 		}
-		if el.Key() == model.ID {
-			out = bsoncore.AppendValueElement(out, model.ID, id)
-		} else {
+		if el.Key() != model.ID {
 			out = append(out, el...)
 		}
 		rest = next

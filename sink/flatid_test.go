@@ -71,8 +71,8 @@ func TestRecordID(t *testing.T) {
 	}
 }
 
-// withID puts the id in place of the document's own _id (which the
-// decoder writes after the time) and keeps every other field, in order.
+// withID puts the id first, in place of the document's own _id (which the
+// decoder writes after the time), and keeps every other field, in order.
 func TestWithID(t *testing.T) {
 	doc, err := bson.Marshal(bson.D{{Key: "ts", Value: bson.DateTime(1)}, {Key: "_id", Value: bson.NewObjectID()}, {Key: "tag", Value: "app"},
 		{Key: "id", Value: "evt-1"}, {Key: "n", Value: int32(2)}})
@@ -83,7 +83,7 @@ func TestWithID(t *testing.T) {
 	if err := got.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	want, _ := bson.Marshal(bson.D{{Key: "ts", Value: bson.DateTime(1)}, {Key: "_id", Value: "evt-1"}, {Key: "tag", Value: "app"},
+	want, _ := bson.Marshal(bson.D{{Key: "_id", Value: "evt-1"}, {Key: "ts", Value: bson.DateTime(1)}, {Key: "tag", Value: "app"},
 		{Key: "id", Value: "evt-1"}, {Key: "n", Value: int32(2)}})
 	if string(got) != string(want) {
 		t.Errorf("got %v, want %v", bson.Raw(got), bson.Raw(want))

@@ -41,12 +41,14 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 }
 
 // ReplaceAll is InsertAll for documents that replace the one of their _id
-// (Store.Replace): the last one written wins. A document counts as stored
-// already (Existed) only when the one stored under its _id is the same,
-// byte for byte: those are looked up first, and not written. Any other is
-// replaced, again after a failed command, which can only apply once.
-func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int, drops map[int]int) (Inserted, error) {
-	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, drops: drops, replace: true}
+// (Store.Replace), at most batch to a command (an update command, which
+// some servers cannot take large): the last one written wins. A document
+// counts as stored already (Existed) only when the one stored under its
+// _id is the same, byte for byte: those are looked up first, and not
+// written. Any other is replaced, again after a failed command, which can
+// only apply once.
+func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit, batch int, drops map[int]int) (Inserted, error) {
+	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, batch: batch, drops: drops, replace: true}
 	all := make([]int, len(docs))
 	for i := range all {
 		all[i] = i
@@ -62,13 +64,16 @@ func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry
 	return ins.all(ctx)
 }
 
-// all writes the inserter's documents but those in skip, at most limit at
-// a time.
+// all writes the inserter's documents but those in skip, at most limit
+// (and batch) at a time.
 func (ins *inserter) all(ctx context.Context) (Inserted, error) {
 	docs := ins.docs
 	size := len(docs)
 	if ins.limit > 0 {
 		size = ins.limit
+	}
+	if ins.batch > 0 {
+		size = min(size, ins.batch)
 	}
 	var out Inserted
 	for from := 0; from < len(docs); from += size {
@@ -118,6 +123,7 @@ type inserter struct {
 	lost    map[int]int  // to give back
 	replace bool         // Store.Replace instead of InsertMany
 	skip    map[int]bool // stored already, not to write
+	batch   int          // the most documents per command; 0: no bound
 }
 
 // put sends batch as one insert or replace command.

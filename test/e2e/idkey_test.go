@@ -227,3 +227,33 @@ func TestIDKeyExactlyOnceAcrossRetry(t *testing.T) {
 		})
 	}
 }
+
+// With replace, replacements go out write_batch to a command (they are
+// update statements, which some servers cannot take many of at once); the
+// same chunk flushed again writes nothing, its documents being stored
+// exactly as sent, and counts them as found.
+func TestIDKeyReplaceBatches(t *testing.T) {
+	e := newDBEnv(t)
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	for i := 0; i < 45; i++ {
+		recs = append(recs, evRecord(t, at, i, "v"))
+	}
+	chunk := join(recs)
+	opt := modeSinkOptions("flat") // write_batch 20
+	opt.IDKey, opt.IDReplace = "eid", true
+	fs := &faultStore{Store: e.store()}
+	s := e.newSink(opt, fs, fastRetry)
+	res := flushSink(t, s, "app", chunk, sink.Done)
+	if writes, _ := fs.count(); writes != 3 || res.Stored != 45 {
+		t.Errorf("%d write commands storing %d, want 3 (45 replacements, 20 a command) storing 45", writes, res.Stored)
+	}
+	again := flushSink(t, s, "app", chunk, sink.Done)
+	if writes, _ := fs.count(); writes != 3 || again.Stored != 0 || again.Found != 45 {
+		t.Errorf("the same chunk again: %d more write commands, stored %d, found %d; want none, 0, 45",
+			writes-3, again.Stored, again.Found)
+	}
+	if n := len(e.all("logs")); n != 45 {
+		t.Errorf("%d documents, want 45", n)
+	}
+}
