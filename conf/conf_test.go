@@ -62,6 +62,7 @@ func defaultConfig() *Config {
 		BucketWindow:         time.Minute,
 		BucketMaxRecords:     1000,
 		BucketMaxBytes:       1 << 20,
+		IDAction:             IDKeep,
 		Idempotent:           true,
 		MaxInflight:          4,
 		WriteBatch:           100,

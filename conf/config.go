@@ -50,6 +50,14 @@ const (
 	PartitionMonth Partition = "month" // <collection>_YYYYMM
 )
 
+// IDAction is what a record whose id_key _id is stored already does.
+type IDAction string
+
+const (
+	IDKeep    IDAction = "keep"    // the first stored wins
+	IDReplace IDAction = "replace" // the last one wins, replacing the document whole
+)
+
 // LogLevel is the plugin's own log level (Fluent Bit keeps log_level).
 type LogLevel string
 
@@ -107,6 +115,11 @@ type Config struct {
 	CountBy          []string // field paths whose values are counted
 	KeepValues       []string // field paths whose distinct values each bucket keeps
 	Indexes          []Index  // the user's indexes, beside the plugin's own
+	// IDKey, in mode flat, is the top-level stored field whose value is
+	// the document's _id; "" means the plugin's own ids. IDAction says
+	// what a repeat of a stored _id does.
+	IDKey    string
+	IDAction IDAction
 
 	Idempotent  bool
 	MaxInflight int
@@ -322,9 +335,11 @@ var keyTable = []KeyDoc{
 	{"count_by", "", "Comma-separated field paths whose values are counted per bucket. Bucket mode only."},
 	{"keep_values", "", "Comma-separated field paths whose distinct values each bucket keeps under `values.<field>` (at most 100 per bucket, then `valuesTruncated.<field>: true`), so that an index on `values.<field>` finds the buckets of, say, a trace id. Bucket mode only."},
 	{"indexes", "", "The user's indexes, created with the plugin's own before the first write to each collection: comma-separated, each a field or `+`-joined fields, each optionally `:-1` (descending), e.g. `values.traceId, start:-1, key.module+logs.level`."},
+	{"id_key", "", "Mode flat: the top-level field (as stored: after parser, types, field filters and renaming) whose value becomes the document's `_id`, so a record carrying its own event id is stored once however many agents, replays or imports send it. Strings (not empty), integers (a double holding an integer up to 2^53 counts as that integer) and ObjectIds; a record without the field gets the plugin's own id, one with any other value is parked. See Document model."},
+	{"id_action", "keep", "With id_key, what a record whose `_id` is stored already does: `keep` (the first stored wins; the repeat counts as already stored) or `replace` (the last one wins: it replaces the stored document whole; not with capped_size)."},
 	{"idempotent", "on", "Bucket mode: record each write in the bucket's `ops` array and look up what earlier attempts of a chunk stored before writing it, so a chunk that Fluent Bit resends adds nothing twice. Flat documents always get ids derived from the chunk and its generation."},
 	{"max_inflight", "4", "Write commands in flight at once per instance, over all its flushes and workers, in bucket and flat mode ({range})."},
-	{"write_batch", "100", "Bucket writes sent in one unordered update command ({range}); `1` sends one write per command. On FerretDB v1, which deadlocks on larger update batches, the plugin lowers it to 20 (it says so once)."},
+	{"write_batch", "100", "Bucket writes (and flat `id_action replace` replacements) sent in one unordered update command ({range}); `1` sends one write per command. On FerretDB v1, which deadlocks on larger update batches, the plugin lowers it to 20 (it says so once)."},
 	{"shard_key", "none", "Shard every collection the plugin creates (partitions included) before its first write: `none`, `hashed_id` (`{_id: hashed}`), `key_start` (`{key.<bucket_key fields>: 1, start: 1}`), or a comma-separated list of `_id`, `start` and bucket_key fields, each optionally `:hashed` (one at most). Mode flat takes only `hashed_id`. A server that refuses gets one warning; writing goes on."},
 	{"flush_timeout", "30s", "Deadline for writing one chunk ({range}); past it the chunk is retried."},
 	{"connect_timeout", "10s", "Deadline for connecting to MongoDB ({range})."},
@@ -479,6 +494,8 @@ func (c *Config) settings() [][2]string {
 		{"count_by", strings.Join(c.CountBy, ",")},
 		{"keep_values", strings.Join(c.KeepValues, ",")},
 		{"indexes", c.indexesString()},
+		{"id_key", c.IDKey},
+		{"id_action", string(c.IDAction)},
 		{"idempotent", formatBool(c.Idempotent)},
 		{"max_inflight", strconv.Itoa(c.MaxInflight)},
 		{"write_batch", strconv.Itoa(c.WriteBatch)},

@@ -102,6 +102,8 @@ func (r *reader) readBuckets(c *Config) {
 	c.CountBy = r.fieldPaths("count_by")
 	c.KeepValues = r.fieldPaths("keep_values")
 	c.Indexes = r.indexes("indexes")
+	c.IDKey = r.name("id_key", checkIDKey)
+	c.IDAction = IDAction(r.enum("id_action", string(IDKeep), string(IDReplace)))
 }
 
 // readWrites reads how writes are sent and confirmed, and where records
@@ -683,6 +685,7 @@ func (r *reader) ttlRules(c *Config) []TTLRule {
 // the order of their errors.
 func (r *reader) combinations(c *Config) {
 	r.flatHasNoBuckets(c)
+	r.idKeyNeeds(c)
 	r.retentionNeeds(c)
 	if r.good("shard_key", "mode", "bucket_key", "bucket_window", "tag_key") {
 		c.ShardKey = r.shardKey(c)
@@ -716,6 +719,37 @@ func (r *reader) flatHasNoBuckets(c *Config) {
 		if v, set := r.set[k]; set && r.good(k) {
 			r.invalid(k, v, "mode flat has no buckets; remove "+k+" or set mode bucket")
 		}
+	}
+}
+
+// idKeyNeeds checks id_key against the mode and the fields stored, and
+// id_action against id_key.
+func (r *reader) idKeyNeeds(c *Config) {
+	if v, set := r.set["id_action"]; set && r.good("id_action", "id_key") && c.IDKey == "" && v != defaultOf("id_action") {
+		r.invalid("id_action", v, "needs id_key (without it every document has the plugin's own _id)")
+	}
+	if r.good("id_action", "capped_size") && c.IDAction == IDReplace && c.CappedSize > 0 {
+		r.invalid("id_action", r.set["id_action"], "cannot be combined with capped_size (MongoDB refuses a replacement that changes a document's size in a capped collection)")
+	}
+	if c.IDKey == "" || !r.good("id_key") {
+		return
+	}
+	k := c.IDKey
+	var why string
+	switch {
+	case r.good("mode") && c.Mode != ModeFlat:
+		why = "needs mode flat (a bucket holds many records under one _id; mode is " + string(c.Mode) + ")"
+	case r.good("tag_key") && k == c.TagKey:
+		why = "is tag_key, the field the plugin writes the tag to (a record's own " + k + " is stored as _" + k + ")"
+	case r.good("time_key") && k == c.TimeKey:
+		why = "is time_key, the field the plugin writes the record time to (a record's own " + k + " is stored as _" + k + ")"
+	case r.good("exclude_fields") && slices.Contains(c.ExcludeFields, k):
+		why = "is in exclude_fields, so no stored record has it"
+	case r.good("include_fields") && len(c.IncludeFields) > 0 && !slices.Contains(c.IncludeFields, k):
+		why = "is not in include_fields (" + strings.Join(c.IncludeFields, ",") + "), so no stored record has it"
+	}
+	if why != "" {
+		r.invalid("id_key", k, why)
 	}
 }
 
@@ -958,6 +992,21 @@ func checkFieldName(s string) string {
 		return "_id is the document id"
 	}
 	return checkReplacement(s)
+}
+
+// checkIDKey checks id_key: "" (off) or a top-level field name as stored.
+func checkIDKey(s string) string {
+	switch {
+	case s == "_id":
+		return "a record's own _id field is stored as __id: name that field (__id) instead"
+	case strings.Contains(s, "."):
+		return "must be a top-level field name: nested paths are not supported, and a field named with a '.' is stored with key_replace_dot in its place"
+	case strings.HasPrefix(s, "$"):
+		return "must not start with '$' (a leading '$' in a field name is stored as key_replace_dollar)"
+	case strings.ContainsRune(s, 0):
+		return "must not contain NUL"
+	}
+	return ""
 }
 
 // checkReplacement checks a replacement for '.' or a leading '$' in field names.

@@ -223,6 +223,8 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		DeadLetter:   cfg.DeadLetterCollection,
 		Partitions:   layout.Partitions{Period: period(cfg.Partition), Keep: cfg.PartitionKeep},
 		TagKey:       cfg.TagKey,
+		IDKey:        cfg.IDKey,
+		IDReplace:    cfg.IDAction == conf.IDReplace,
 		Idempotent:   cfg.Idempotent,
 		MaxInflight:  cfg.MaxInflight,
 		WriteBatch:   cfg.WriteBatch,

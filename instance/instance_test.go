@@ -97,6 +97,10 @@ func (f *fakeStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw
 	return nil
 }
 
+func (f *fakeStore) Replace(ctx context.Context, coll string, docs []bson.Raw) error {
+	return f.InsertMany(ctx, coll, docs)
+}
+
 // testConfig is a valid configuration on a closed port, without index
 // creation (which would need the server), with kv applied on top.
 func testConfig(kv ...string) conf.Map {

@@ -94,21 +94,23 @@ func (e Expiry) StoredBucket(doc bson.Raw) (time.Time, bool) {
 // BucketProjection is what StoredBucket reads.
 var BucketProjection = bson.D{{Key: model.ID, Value: 1}, {Key: model.Key, Value: 1}, {Key: model.End, Value: 1}, {Key: model.MaxTs, Value: 1}}
 
-// Flat is the expireAt of a flat document with ObjectID oid, time t and
-// fields doc.
-func (e Expiry) Flat(oid [12]byte, t time.Time, doc bsoncore.Document) time.Time {
-	return e.At(t, string(oid[:]), doc)
+// Flat is the expireAt of a flat document with _id id, time t and fields
+// doc. The jitter derives from the id's value bytes: for the plugin's
+// ObjectIDs their 12 bytes, for a record's own id (id_key) its value, so
+// every agent storing that record computes the same.
+func (e Expiry) Flat(id bsoncore.Value, t time.Time, doc bsoncore.Document) time.Time {
+	return e.At(t, string(id.Data), doc)
 }
 
 // StoredFlat is the expireAt of a stored flat document whose time is under
 // timeKey, for the backfill.
 func (e Expiry) StoredFlat(timeKey string) func(doc bson.Raw) (time.Time, bool) {
 	return func(doc bson.Raw) (time.Time, bool) {
-		oid, ok := doc.Lookup(model.ID).ObjectIDOK()
+		id, err := bsoncore.Document(doc).LookupErr(model.ID)
 		t, hasTime := doc.Lookup(timeKey).TimeOK()
-		if !ok || !hasTime {
+		if err != nil || !hasTime {
 			return time.Time{}, false
 		}
-		return e.Flat(oid, t, bsoncore.Document(doc)), true
+		return e.Flat(id, t, bsoncore.Document(doc)), true
 	}
 }

@@ -23,6 +23,7 @@ func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.R
 	return nil, nil
 }
 func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
+func (nullStore) Replace(context.Context, string, []bson.Raw) error    { return nil }
 func (nullStore) Ping(context.Context) error                           { return nil }
 
 type quietLog struct{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,43 +15,103 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
-// writeFlat inserts one document per record.
+// writeFlat inserts one document per record. With id_key, records whose
+// field cannot be an _id are parked, and with id_action replace those
+// carrying their own id replace the stored document of it.
 func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 	colls, parts := s.route(f)
 	for i, coll := range colls {
 		if err := s.prepare(ctx, coll, false); err != nil {
 			return err
 		}
-		recs := f.pending(part(f.batch, parts, i), nil)
-		docs := make([]writer.Doc, len(recs))
-		for j, r := range recs {
-			s.expire(r)
-			docs[j] = writer.Doc{ID: r.Doc.Lookup(model.ID), Raw: bson.Raw(r.Doc)}
-		}
-		drops := map[int]int{} // by index in docs
-		for j, r := range recs {
-			if d := f.prev.drops[r.Index]; d > 0 {
-				drops[j] = d
-			}
-		}
-		ins, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[coll], drops)
-		refused := ins.Refused
-		if ins.Limit > 0 {
-			f.limits[coll] = ins.Limit
-		}
-		for j, d := range ins.Drops {
-			f.drops[recs[j].Index] = d
-		}
-		f.found = f.found || ins.Existed > 0
-		f.storedBefore += ins.Existed
-		for _, r := range refused {
-			f.parked = append(f.parked, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
-		}
-		if err != nil {
+		inserts, replaces := s.sortFlat(f, f.pending(part(f.batch, parts, i), nil))
+		if err := s.putFlat(ctx, f, coll, inserts, false, res); err != nil {
 			return err
 		}
-		res.Stored += len(docs) - len(refused) - ins.Existed
+		if err := s.putFlat(ctx, f, coll, replaces, true, res); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// sortFlat parks the records whose id_key value cannot be an _id and
+// returns the others: those to insert, and with id_action replace those to
+// replace the document of their own id with. Of records of one id in the
+// chunk, only the last is written to replace; the others count as found
+// stored (as a repeat within a chunk does with keep): the last stands for
+// them.
+func (s *Sink) sortFlat(f *flush, recs []*parser.Record) (inserts, replaces []*parser.Record) {
+	if s.opt.IDKey == "" {
+		return recs, nil
+	}
+	inserts = recs[:0:0]
+	for _, r := range recs {
+		_, own, why := s.idOf(r.Doc)
+		switch {
+		case why != "":
+			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: why})
+		case own && s.opt.IDReplace:
+			replaces = append(replaces, r)
+		default:
+			inserts = append(inserts, r)
+		}
+	}
+	seen := map[string]bool{}
+	last := replaces[:0:0]
+	for i := len(replaces) - 1; i >= 0; i-- {
+		id := replaces[i].Doc.Lookup(model.ID)
+		if k := string(append([]byte{byte(id.Type)}, id.Data...)); !seen[k] {
+			seen[k] = true
+			last = append(last, replaces[i])
+		}
+	}
+	slices.Reverse(last)
+	f.storedBefore += len(replaces) - len(last)
+	return inserts, last
+}
+
+// putFlat inserts recs into coll, or with replace replaces the documents
+// of their ids with them, and accounts for what it did.
+func (s *Sink) putFlat(ctx context.Context, f *flush, coll string, recs []*parser.Record, replace bool, res *Result) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	docs := make([]writer.Doc, len(recs))
+	drops := map[int]int{} // by index in docs
+	for j, r := range recs {
+		s.expire(r)
+		docs[j] = writer.Doc{ID: r.Doc.Lookup(model.ID), Raw: bson.Raw(r.Doc)}
+		if d := f.prev.drops[r.Index]; d > 0 {
+			drops[j] = d
+		}
+	}
+	limitKey := coll
+	if replace {
+		limitKey = coll + "\x00replace"
+	}
+	var ins writer.Inserted
+	var err error
+	if replace {
+		ins, err = writer.ReplaceAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], s.buckets.Batch(), drops)
+	} else {
+		ins, err = writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], drops)
+	}
+	if ins.Limit > 0 {
+		f.limits[limitKey] = ins.Limit
+	}
+	for j, d := range ins.Drops {
+		f.drops[recs[j].Index] = d
+	}
+	f.found = f.found || ins.Existed > 0
+	f.storedBefore += ins.Existed
+	for _, r := range ins.Refused {
+		f.parked = append(f.parked, writer.Parked{Index: recs[r.Index].Index, Reason: r.Reason})
+	}
+	if err != nil {
+		return err
+	}
+	res.Stored += len(docs) - len(ins.Refused) - ins.Existed
 	return nil
 }
 
@@ -80,11 +141,15 @@ func flatSeed(id string) uint64 {
 }
 
 // reid gives the flat documents of b the ids of chunk id, in place: their
-// time part stays, the rest derives from id as flatPrefix does.
+// time part stays, the rest derives from id as flatPrefix does. Documents
+// with their own id (id_key) keep it.
 func (s *Sink) reid(b *parser.Batch, id string) {
 	seed := flatSeed(id)
 	for i := range b.Records {
 		r := &b.Records[i]
+		if _, own, _ := s.idOf(r.Doc); own {
+			continue // the record's own id, whatever the generation
+		}
 		if v, err := r.Doc.LookupErr(model.ID); err == nil && v.Type == bsoncore.TypeObjectID {
 			binary.BigEndian.PutUint64(v.Data[4:], splitmix(seed+uint64(r.Index)))
 		}
@@ -97,12 +162,12 @@ func (s *Sink) expire(r *parser.Record) {
 	if !s.opt.Expiry.On() {
 		return
 	}
-	oid, ok := r.Doc.Lookup(model.ID).ObjectIDOK()
+	id, ierr := r.Doc.LookupErr(model.ID)
 	v, err := r.Doc.LookupErr(model.ExpireAt)
-	if !ok || err != nil || v.Type != bsoncore.TypeDateTime {
+	if ierr != nil || err != nil || v.Type != bsoncore.TypeDateTime {
 		return
 	}
-	binary.LittleEndian.PutUint64(v.Data, uint64(s.opt.Expiry.Flat(oid, r.Time, r.Doc).UnixMilli()))
+	binary.LittleEndian.PutUint64(v.Data, uint64(s.opt.Expiry.Flat(id, r.Time, r.Doc).UnixMilli()))
 }
 
 // splitmix is a bijective 64-bit mix: distinct inputs give distinct ids.

@@ -45,6 +45,11 @@ func (g *gateStore) InsertMany(context.Context, string, []bson.Raw) error {
 	return nil
 }
 
+func (g *gateStore) Replace(context.Context, string, []bson.Raw) error {
+	g.hold()
+	return nil
+}
+
 func (g *gateStore) heldNow() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()

@@ -50,3 +50,11 @@ func (l *limited) InsertMany(ctx context.Context, coll string, docs []bson.Raw) 
 	defer l.release()
 	return l.Store.InsertMany(ctx, coll, docs)
 }
+
+func (l *limited) Replace(ctx context.Context, coll string, docs []bson.Raw) error {
+	if err := l.acquire(ctx); err != nil {
+		return err
+	}
+	defer l.release()
+	return l.Store.Replace(ctx, coll, docs)
+}

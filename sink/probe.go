@@ -22,10 +22,17 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 	}
 	for i, coll := range colls {
 		if s.opt.Mode == ModeFlat {
+			// Documents with their own id (id_key) are stored whatever
+			// the generation: they say nothing of which one is.
 			recs := part(batch, parts, i)
-			ids := make([]bsoncore.Value, len(recs))
-			for j, r := range recs {
-				ids[j] = r.Doc.Lookup(model.ID)
+			ids := make([]bsoncore.Value, 0, len(recs))
+			for _, r := range recs {
+				if _, own, _ := s.idOf(r.Doc); !own {
+					ids = append(ids, r.Doc.Lookup(model.ID))
+				}
+			}
+			if len(ids) == 0 {
+				continue
 			}
 			if n, err := writer.Existing(ctx, s.store, coll, ids, s.retry); err != nil || n > 0 {
 				return n > 0, err

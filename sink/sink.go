@@ -5,6 +5,7 @@ package sink
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -28,6 +29,11 @@ type Options struct {
 	Collection string
 	DeadLetter string
 	TagKey     string
+	// IDKey, in flat mode, is the top-level field whose value becomes a
+	// document's _id (see ownIDs); IDReplace makes a repeat of a stored
+	// _id replace the document instead of counting as stored.
+	IDKey      string
+	IDReplace  bool
 	Idempotent bool
 	// MaxInflight bounds the write commands the sink has in flight at
 	// once, over all its flushes.
@@ -144,6 +150,8 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	opt.Grouper.ReplaceDot, opt.Grouper.ReplaceDollar = opt.Decoder.ReplaceDot, opt.Decoder.ReplaceDollar
 	if opt.Mode == ModeFlat {
 		opt.Decoder.Reserved = append(opt.Decoder.Reserved, "_id", opt.TagKey)
+	} else if opt.IDKey != "" {
+		return nil, fmt.Errorf("id_key %q needs mode flat", opt.IDKey)
 	}
 	if opt.Mode == ModeBucket && opt.Decoder.MaxRecordBytes == 0 {
 		opt.Decoder.MaxRecordBytes = opt.MaxBytes
@@ -178,6 +186,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		// Flat documents' ids derive from the chunk's id.
 		content = ChunkID(tag, chunk)
 		s.dec.Decode(chunk, s.flatPrefix(content, tag), batch)
+		s.ownIDs(batch)
 	} else {
 		// Bucket entries do not need the chunk id: hash while decoding.
 		ids := make(chan string, 1)

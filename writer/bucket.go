@@ -61,6 +61,16 @@ type Buckets struct {
 // CapBatch lowers WriteBatch to n (above 0) for a server that needs it.
 func (b *Buckets) CapBatch(n int) { b.batchCap.Store(int32(n)) }
 
+// Batch is the most statements per update command: WriteBatch (at least
+// 1), capped for the server written to.
+func (b *Buckets) Batch() int {
+	size := max(b.cfg.WriteBatch, 1)
+	if c := int(b.batchCap.Load()); c > 0 {
+		size = min(size, c)
+	}
+	return size
+}
+
 // groupState is where this process last saw a group's open bucket. It is a
 // hint that saves reads, never a reason to skip a write: a wrong hint makes
 // the next write miss, and the writer reads.

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,16 +37,54 @@ type Refused struct {
 // by index in docs, the connections a document inserted alone lost in a
 // row in earlier attempts (an earlier Inserted.Drops).
 func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int, drops map[int]int) (Inserted, error) {
-	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, drops: drops}
+	return (&inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, drops: drops}).all(ctx)
+}
+
+// ReplaceAll is InsertAll for documents that replace the one of their _id
+// (Store.Replace), at most batch to a command (an update command, which
+// some servers cannot take large): the last one written wins. A document
+// counts as stored already (Existed) only when the one stored under its
+// _id is the same, byte for byte: those are looked up first, and not
+// written. Any other is replaced, again after a failed command, which can
+// only apply once.
+func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit, batch int, drops map[int]int) (Inserted, error) {
+	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, batch: batch, drops: drops, replace: true}
+	all := make([]int, len(docs))
+	for i := range all {
+		all[i] = i
+	}
+	var same map[int]bool
+	if err := retry.Do(ctx, func() (err error) {
+		same, err = existing(ctx, store, coll, docs, all, true)
+		return err
+	}); err != nil {
+		return Inserted{Limit: limit}, fmt.Errorf("reading %s: %w", coll, err)
+	}
+	ins.existed, ins.skip = len(same), same
+	return ins.all(ctx)
+}
+
+// all writes the inserter's documents but those in skip, at most limit
+// (and batch) at a time.
+func (ins *inserter) all(ctx context.Context) (Inserted, error) {
+	docs := ins.docs
 	size := len(docs)
-	if limit > 0 {
-		size = limit
+	if ins.limit > 0 {
+		size = ins.limit
+	}
+	if ins.batch > 0 {
+		size = min(size, ins.batch)
 	}
 	var out Inserted
 	for from := 0; from < len(docs); from += size {
 		pending := make([]int, 0, size)
 		for i := from; i < min(from+size, len(docs)); i++ {
-			pending = append(pending, i)
+			if !ins.skip[i] {
+				pending = append(pending, i)
+			}
+		}
+		if len(pending) == 0 {
+			continue
 		}
 		more, err := ins.insert(ctx, pending)
 		out.Refused = append(out.Refused, more...)
@@ -80,8 +119,19 @@ type inserter struct {
 	retry   Retry
 	limit   int
 	existed int
-	drops   map[int]int // given
-	lost    map[int]int // to give back
+	drops   map[int]int  // given
+	lost    map[int]int  // to give back
+	replace bool         // Store.Replace instead of InsertMany
+	skip    map[int]bool // stored already, not to write
+	batch   int          // the most documents per command; 0: no bound
+}
+
+// put sends batch as one insert or replace command.
+func (ins *inserter) put(ctx context.Context, batch []bson.Raw) error {
+	if ins.replace {
+		return ins.store.Replace(ctx, ins.coll, batch)
+	}
+	return ins.store.InsertMany(ctx, ins.coll, batch)
 }
 
 func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, error) {
@@ -101,7 +151,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		for i, p := range pending {
 			batch[i] = docs[p].Raw
 		}
-		err := store.InsertMany(ctx, coll, batch)
+		err := ins.put(ctx, batch)
 		if err == nil {
 			return refused, nil
 		}
@@ -109,7 +159,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		// documents already there, and the rest to try again.
 		poison := poisonOf(err, pending)
 		suspect, answers := ins.suspect(ctx, err, pending, &netErrs)
-		stored, ferr := existing(ctx, store, coll, docs, pending)
+		stored, ferr := existing(ctx, store, coll, docs, pending, ins.replace)
 		if ferr != nil {
 			err, suspect, answers = ferr, false, false
 		}
@@ -213,30 +263,43 @@ func (ins *inserter) split(ctx context.Context, pending []int, refused []Refused
 	return refused, nil
 }
 
-// existing reports which of the pending documents are already stored.
-func existing(ctx context.Context, store Store, coll string, docs []Doc, pending []int) (map[int]bool, error) {
+// existing reports which of the pending documents are already stored: a
+// document of their _id, or with same, the same document. Ids are told
+// apart by type and value, so documents that share one are all reported.
+func existing(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool) (map[int]bool, error) {
 	ids := bsoncore.NewArrayBuilder()
 	for _, p := range pending {
 		ids.AppendValue(docs[p].ID)
 	}
 	filter := bsoncore.NewDocumentBuilder().AppendDocument(model.ID,
 		bsoncore.NewDocumentBuilder().AppendArray("$in", ids.Build()).Build()).Build()
-	found, err := store.Find(ctx, coll, bson.Raw(filter), Query{Projection: IDProjection})
+	q := Query{Projection: IDProjection}
+	if same {
+		q = Query{}
+	}
+	found, err := store.Find(ctx, coll, bson.Raw(filter), q)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[string]int{}
+	byID := map[string][]int{}
 	for _, p := range pending {
-		byID[string(docs[p].ID.Data)] = p
+		k := idKey(docs[p].ID.Type, docs[p].ID.Data)
+		byID[k] = append(byID[k], p)
 	}
 	stored := map[int]bool{}
 	for _, d := range found {
-		if p, ok := byID[string(d.Lookup(model.ID).Value)]; ok {
-			stored[p] = true
+		id := d.Lookup(model.ID)
+		for _, p := range byID[idKey(bsoncore.Type(id.Type), id.Value)] {
+			if !same || bytes.Equal(d, docs[p].Raw) {
+				stored[p] = true
+			}
 		}
 	}
 	return stored, nil
 }
+
+// idKey tells _id values apart by type and value.
+func idKey(t bsoncore.Type, data []byte) string { return string(append([]byte{byte(t)}, data...)) }
 
 // IDProjection returns a document's _id alone.
 var IDProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.ID, 1).Build())
@@ -250,7 +313,7 @@ func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Valu
 	}
 	var stored map[int]bool
 	err := retry.Do(ctx, func() (err error) {
-		stored, err = existing(ctx, store, coll, docs, pending)
+		stored, err = existing(ctx, store, coll, docs, pending, false)
 		return err
 	})
 	return len(stored), err

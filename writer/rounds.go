@@ -172,10 +172,7 @@ func (b *Buckets) answers(ctx context.Context) bool {
 // commands splits the writes of a round into commands: by collection, up
 // to WriteBatch statements each, a write to be sent alone in one of its own.
 func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
-	size := max(b.cfg.WriteBatch, 1)
-	if c := int(b.batchCap.Load()); c > 0 {
-		size = min(size, c)
-	}
+	size := b.Batch()
 	colls, own := make([]string, len(round)), make([]bool, len(round))
 	for i, w := range round {
 		colls[i], own[i] = b.collection(w.g), w.ownCommand()

@@ -9,6 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Store is the narrow set of MongoDB calls the writer makes. The real one
@@ -22,6 +24,11 @@ type Store interface {
 	Find(ctx context.Context, coll string, filter bson.Raw, q Query) ([]bson.Raw, error)
 	// InsertMany inserts docs, unordered.
 	InsertMany(ctx context.Context, coll string, docs []bson.Raw) error
+	// Replace replaces, unordered, the document of each doc's _id with the
+	// doc whole, inserting it when there is none (an upsert replacement,
+	// not a merge of fields). Its errors are InsertMany's: a
+	// mongo.BulkWriteException names the statements that failed.
+	Replace(ctx context.Context, coll string, docs []bson.Raw) error
 	// Ping asks the server for an answer on a connection of the pool, so
 	// that a write the server keeps dropping the connection on can be told
 	// from a server that is gone.
@@ -34,7 +41,7 @@ type Upsert struct{ Filter, Update bson.Raw }
 
 // Query shapes a Find: the fields returned, the order, and how many.
 type Query struct {
-	Projection bson.Raw
+	Projection bson.Raw // nil: whole documents
 	Sort       bson.Raw // nil: any order
 	Limit      int64    // 0: all
 }
@@ -88,7 +95,10 @@ func (s MongoStore) Find(ctx context.Context, coll string, filter bson.Raw, q Qu
 	if s.Majority {
 		copts = append(copts, options.Collection().SetReadConcern(readconcern.Majority()))
 	}
-	fo := options.Find().SetProjection(q.Projection)
+	fo := options.Find()
+	if q.Projection != nil {
+		fo.SetProjection(q.Projection)
+	}
 	if q.Sort != nil {
 		fo.SetSort(q.Sort)
 	}
@@ -112,6 +122,19 @@ func (s MongoStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw
 		return nil
 	}
 	_, err := s.collection(coll).InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+	return err
+}
+
+func (s MongoStore) Replace(ctx context.Context, coll string, docs []bson.Raw) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	models := make([]mongo.WriteModel, len(docs))
+	for i, d := range docs {
+		filter := bson.D{{Key: model.ID, Value: d.Lookup(model.ID)}}
+		models[i] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d).SetUpsert(true)
+	}
+	_, err := s.DB.Collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	return err
 }
 

@@ -217,7 +217,7 @@ var (
 )
 
 // faultStore wraps a Store and injects faults into its write commands
-// (Upserts and InsertMany).
+// (Upserts, InsertMany and Replace).
 type faultStore struct {
 	writer.Store
 
@@ -318,6 +318,10 @@ func (f *faultStore) Upserts(ctx context.Context, coll string, ups []writer.Upse
 
 func (f *faultStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
 	return f.write(func() error { return f.Store.InsertMany(ctx, coll, docs) }, nil)
+}
+
+func (f *faultStore) Replace(ctx context.Context, coll string, docs []bson.Raw) error {
+	return f.write(func() error { return f.Store.Replace(ctx, coll, docs) }, nil)
 }
 
 func (f *faultStore) Find(ctx context.Context, coll string, filter bson.Raw, q writer.Query) ([]bson.Raw, error) {

@@ -157,10 +157,11 @@ func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.R
 	return nil, nil
 }
 func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
+func (nullStore) Replace(context.Context, string, []bson.Raw) error    { return nil }
 func (nullStore) Ping(context.Context) error                           { return nil }
 
 // countingStore is a nullStore that counts the commands a flush sends: one
-// per Find, Upserts or InsertMany call.
+// per Find, Upserts, InsertMany or Replace call.
 type countingStore struct {
 	nullStore
 	mu                   sync.Mutex // the writer sends a round's commands at once
@@ -185,6 +186,11 @@ func (c *countingStore) Find(context.Context, string, bson.Raw, writer.Query) ([
 func (c *countingStore) InsertMany(context.Context, string, []bson.Raw) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.commands++
+	return nil
+}
+
+func (c *countingStore) Replace(context.Context, string, []bson.Raw) error {
 	c.commands++
 	return nil
 }

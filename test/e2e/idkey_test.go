@@ -1,0 +1,259 @@
+package e2e
+
+// Records that carry their own event id (id_key, mode flat). The event id
+// is the stored document's _id, so an event is stored once however many
+// agents send it, and again in a new chunk (a replay) or in the same bytes
+// flushed twice: with id_action keep the first stored wins, with replace
+// the last one sent. A record without the field keeps the plugin's ids and
+// its delivery as before (one copy per chunk answered FLB_OK); a record
+// whose value cannot be an _id is parked.
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
+)
+
+// evRecord is a record of event eid (no eid field when eid is nil) in
+// version v, with more fields after.
+func evRecord(t *testing.T, ts time.Time, eid any, v string, more ...kv) []byte {
+	body := []kv{{"v", v}}
+	if eid != nil {
+		body = append([]kv{{"eid", eid}}, body...)
+	}
+	return record(t, ts, append(body, more...)...)
+}
+
+// byVersion returns the flat documents of coll by their field v.
+func (e *env) byVersion(coll string) map[string][]bson.Raw {
+	e.t.Helper()
+	out := map[string][]bson.Raw{}
+	for _, d := range e.all(coll) {
+		v, _ := d.Lookup("v").StringValueOK()
+		out[v] = append(out[v], d)
+	}
+	return out
+}
+
+// Two agents (two plugin instances) send the same events in chunks of
+// their own; one replays some in a new chunk, flushes that chunk's very
+// bytes again (both answered FLB_OK), restarts and resends it (its
+// acknowledgement lost). Each event is stored once: its first version with
+// keep, its last with replace, whole (no field of an earlier version is
+// left). An integer id sent as 7 and as 7.0 is one event. The record
+// without an event id is stored once per chunk answered FLB_OK (twice), as
+// without id_key, and not again by the resend.
+func TestIDKeyAgentsAndReplays(t *testing.T) {
+	for _, action := range []string{"keep", "replace"} {
+		t.Run(action, func(t *testing.T) {
+			e := newEnv(t)
+			dir := t.TempDir()
+			at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+			a := chunkFile(t, dir, "a", evRecord(t, at, "E1", "a1"), evRecord(t, at, "E2", "a2", kv{"onlyA", true}),
+				evRecord(t, at, 7, "a3"))
+			b := chunkFile(t, dir, "b", evRecord(t, at.Add(time.Second), "E1", "b1"), evRecord(t, at, "E2", "b2"),
+				evRecord(t, at, 7.0, "b3"))
+			replay := chunkFile(t, dir, "replay", evRecord(t, at.Add(time.Minute), "E1", "r1"),
+				evRecord(t, at, "E3", "r3"), evRecord(t, at, nil, "none"))
+			props := e.props("mode", "flat", "id_key", "eid", "id_action", action, "ttl", "1d")
+			e.init("a", props)
+			e.init("b", props)
+			e.mustFlush("a", "app", a)
+			e.mustFlush("b", "app", b)
+			e.mustFlush("a", "app", replay)
+			e.mustFlush("a", "app", replay) // the same bytes, a new chunk
+			e.exit("b")
+			e.resendInNewProcess("a", props, "app", replay)
+			e.exit("a")
+
+			want := map[string]string{"E1": "a1", "E2": "a2", "7": "a3", "E3": "r3"}
+			if action == "replace" {
+				want = map[string]string{"E1": "r1", "E2": "b2", "7": "b3", "E3": "r3"}
+			}
+			got := map[string]string{}
+			none := 0
+			for _, d := range e.all("logs") {
+				id, v := d.Lookup("_id"), d.Lookup("v").StringValue()
+				if v == "none" {
+					none++
+					if id.Type != bson.TypeObjectID {
+						t.Errorf("record without eid has _id %v, want the plugin's ObjectID", id)
+					}
+					continue
+				}
+				key := id.String()
+				if s, ok := id.StringValueOK(); ok {
+					key = s
+				} else if n, ok := id.Int32OK(); ok && n == 7 {
+					key = "7"
+				} else {
+					t.Errorf("_id %v (type %v): want the event id, integers as int32", id, id.Type)
+				}
+				if prev, dup := got[key]; dup {
+					t.Errorf("event %s stored twice (%s and %s)", key, prev, v)
+				}
+				got[key] = v
+				if _, ok := d.Lookup("eid").StringValueOK(); !ok && key != "7" {
+					t.Errorf("event %s: the eid field is not kept in the document", key)
+				}
+				if _, has := d.LookupErr("onlyA"); has == nil && v != "a2" {
+					t.Errorf("event %s version %s holds onlyA of version a2: merged, not replaced", key, v)
+				}
+				// ttl 1d without jitter: the TTL index expires it a day
+				// after expireAt, which is its time.
+				if ts, exp := d.Lookup("ts").Time(), d.Lookup("expireAt").Time(); !exp.Equal(ts) {
+					t.Errorf("event %s: expireAt %v, want its time %v", key, exp, ts)
+				}
+			}
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("event %s: stored version %q, want %q (stored: %v)", k, got[k], v, got)
+				}
+			}
+			if len(got) != len(want) {
+				t.Errorf("stored events %v, want %v", got, want)
+			}
+			if none != 2 {
+				t.Errorf("record without eid stored %d times, want 2 (two chunks answered FLB_OK)", none)
+			}
+			if dead := e.all("logs_dead"); len(dead) != 0 {
+				t.Errorf("%d records parked", len(dead))
+			}
+		})
+	}
+}
+
+// A record whose event id cannot be an _id (an array, a document, a
+// fraction, an empty string, a boolean, null) is parked with a reason that
+// names the field and what it holds; the chunk's other records are stored.
+func TestIDKeyUnusableValuesParked(t *testing.T) {
+	e := newEnv(t)
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	bad := map[string]any{"array": []string{"a"}, "document": map[string]any{"x": 1}, "fraction": 1.5,
+		"empty": "", "bool": true, "null": nil}
+	recs := [][]byte{evRecord(t, at, "E1", "ok"), evRecord(t, at, nil, "none")}
+	for v, eid := range bad {
+		recs = append(recs, record(t, at, kv{"eid", eid}, kv{"v", v}))
+	}
+	chunk := chunkFile(t, t.TempDir(), "bad", recs...)
+	e.init("a", e.props("mode", "flat", "id_key", "eid"))
+	e.mustFlush("a", "app", chunk)
+	e.exit("a")
+	stored := e.byVersion("logs")
+	if len(stored["ok"]) != 1 || len(stored["none"]) != 1 || len(stored) != 2 {
+		t.Errorf("stored %d documents, want the record with an id and the one without", len(e.all("logs")))
+	}
+	reasons := map[string]string{
+		"array": `id_key "eid" holds a value of type array`, "document": `id_key "eid" holds a value of type embedded document`,
+		"fraction": `id_key "eid" holds the double 1.5`, "empty": `id_key "eid" holds an empty string`,
+		"bool": `id_key "eid" holds a value of type boolean`, "null": `id_key "eid" holds a value of type null`,
+	}
+	dead := e.all("logs_dead")
+	if len(dead) != len(bad) {
+		t.Errorf("%d records parked, want %d", len(dead), len(bad))
+	}
+	for _, d := range dead {
+		reason := d.Lookup("reason").StringValue()
+		ok := false
+		for _, want := range reasons {
+			ok = ok || strings.HasPrefix(reason, want)
+		}
+		if !ok {
+			t.Errorf("parked with reason %q, want one naming the field and the value's type", reason)
+		}
+	}
+}
+
+// id_key in bucket mode fails Init, naming the key, the value and why.
+func TestIDKeyNeedsFlatMode(t *testing.T) {
+	h := startHost(t)
+	rc, err := h.Init("a", map[string]string{"uri": "mongodb://127.0.0.1:1", "id_key": "eid"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc != harness.FLBError {
+		t.Fatalf("init rc %d, want FLB_ERROR", rc)
+	}
+	if !waitLog(h, `id_key: invalid value "eid": needs mode flat`) {
+		t.Errorf("log does not name the key, value and why:\n%s", h.Stderr())
+	}
+}
+
+// Exactly once across a lost reply and a retry: the write of the records
+// with an event id (with replace, the replace command; with keep, the one
+// insert of all records) applies with its reply lost and the server goes
+// away, so the chunk is answered Retry; once it is back the chunk's resend
+// is Done, and every record, with an event id or without, is stored once,
+// and counted once: stored or found over the attempts.
+func TestIDKeyExactlyOnceAcrossRetry(t *testing.T) {
+	for _, action := range []string{"keep", "replace"} {
+		t.Run(action, func(t *testing.T) {
+			e := newDBEnv(t)
+			at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+			chunk := join([][]byte{evRecord(t, at, "E1", "e1"), evRecord(t, at, nil, "n1"),
+				evRecord(t, at, int64(1)<<40, "e2"), evRecord(t, at, nil, "n2")})
+			opt := modeSinkOptions("flat")
+			opt.IDKey, opt.IDReplace = "eid", action == "replace"
+			failAt := 1 // keep: one insert of all four
+			if action == "replace" {
+				failAt = 2 // the insert of the two without an id, then the replace
+			}
+			fs := &faultStore{Store: e.store(), failAt: failAt, err: errNetwork, apply: true, down: true}
+			s := e.newSink(opt, fs, fs.retry())
+			first := flushSink(t, s, "app", chunk, sink.Retry)
+			fs.heal()
+			second := flushSink(t, s, "app", chunk, sink.Done)
+			stored := e.byVersion("logs")
+			for _, v := range []string{"e1", "e2", "n1", "n2"} {
+				if n := len(stored[v]); n != 1 {
+					t.Errorf("record %s stored %d times, want once", v, n)
+				}
+			}
+			if id, ok := stored["e2"]; ok && len(id) == 1 && id[0].Lookup("_id").Type != bson.TypeInt64 {
+				t.Errorf("e2 has _id %v, want the int64 %d", id[0].Lookup("_id"), int64(1)<<40)
+			}
+			if n := first.Stored + first.Found + second.Stored + second.Found; n != 4 || second.Parked != 0 {
+				t.Errorf("stored %d + found %d, then stored %d + found %d, parked %d: want 4 counted once, none parked",
+					first.Stored, first.Found, second.Stored, second.Found, second.Parked)
+			}
+			if _, injected := fs.count(); injected == 0 {
+				t.Error("no fault injected")
+			}
+		})
+	}
+}
+
+// With replace, replacements go out write_batch to a command (they are
+// update statements, which some servers cannot take many of at once); the
+// same chunk flushed again writes nothing, its documents being stored
+// exactly as sent, and counts them as found.
+func TestIDKeyReplaceBatches(t *testing.T) {
+	e := newDBEnv(t)
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	for i := 0; i < 45; i++ {
+		recs = append(recs, evRecord(t, at, i, "v"))
+	}
+	chunk := join(recs)
+	opt := modeSinkOptions("flat") // write_batch 20
+	opt.IDKey, opt.IDReplace = "eid", true
+	fs := &faultStore{Store: e.store()}
+	s := e.newSink(opt, fs, fastRetry)
+	res := flushSink(t, s, "app", chunk, sink.Done)
+	if writes, _ := fs.count(); writes != 3 || res.Stored != 45 {
+		t.Errorf("%d write commands storing %d, want 3 (45 replacements, 20 a command) storing 45", writes, res.Stored)
+	}
+	again := flushSink(t, s, "app", chunk, sink.Done)
+	if writes, _ := fs.count(); writes != 3 || again.Stored != 0 || again.Found != 45 {
+		t.Errorf("the same chunk again: %d more write commands, stored %d, found %d; want none, 0, 45",
+			writes-3, again.Stored, again.Found)
+	}
+	if n := len(e.all("logs")); n != 45 {
+		t.Errorf("%d documents, want 45", n)
+	}
+}
