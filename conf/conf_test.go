@@ -375,6 +375,7 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"collection", "a$", "dead_letter_collection", "x"}, `collection: invalid value "a$": template: $ without TAG or a field name at column 2: a field name starts with a letter or _ (or is quoted: $['key']); a name cannot contain a literal $`},
 		{[]string{"collection", "k8s_$a['b"}, `collection: invalid value "k8s_$a['b": template: unclosed quote at column 8`},
 		{[]string{"dead_letter_collection", "dead_$TAG[x]"}, `dead_letter_collection: invalid value "dead_$TAG[x]": template: tag part "x" at column 11: $TAG[N] takes a number N from 0 to 999`},
+		{[]string{"collection", "k_$ns", "dead_letter_collection", "dead_$['ns']_$pod"}, `dead_letter_collection: invalid value "dead_$['ns']_$pod": reads the field $['pod'], which neither database nor collection reads: a dead-letter collection may name only fields of its record's target, so that target_limit bounds it too`},
 		{[]string{"target_missing", "a.b"}, `target_missing: invalid value "a.b": must hold only letters, digits, _ and - (it becomes part of a database or collection name)`},
 		{[]string{"target_overflow", strings.Repeat("o", 65)}, `target_overflow: invalid value "` + strings.Repeat("o", 65) + `": must be at most 64 bytes`},
 		{[]string{"target_limit", "0"}, `target_limit: invalid value "0": must be a whole number between 1 and 100000`},

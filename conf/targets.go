@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
@@ -106,6 +107,11 @@ func (r *reader) targets(c *Config) {
 	if db == nil || coll == nil || dl == nil {
 		return
 	}
+	if f := unboundField(dl, db, coll); f != "" {
+		r.invalid("dead_letter_collection", r.set["dead_letter_collection"], "reads the field "+f+
+			", which neither database nor collection reads: a dead-letter collection may name only fields of its record's target, so that target_limit bounds it too")
+		return
+	}
 	for _, t := range []*target.Template{db, coll, dl} {
 		t.Missing = c.TargetMissing
 	}
@@ -113,4 +119,21 @@ func (r *reader) targets(c *Config) {
 		coll.Reserve = len(layout.Period(c.Partition).Suffix())
 	}
 	c.Targets = Targets{Database: db, Collection: coll, DeadLetter: dl}
+}
+
+// unboundField is a field dl reads that neither db nor coll does, written
+// as in a template ($['a']['b']), or "".
+func unboundField(dl, db, coll *target.Template) string {
+	known := append(db.Fields(), coll.Fields()...)
+	for _, f := range dl.Fields() {
+		if !slices.ContainsFunc(known, func(k []string) bool { return slices.Equal(k, f) }) {
+			var b strings.Builder
+			b.WriteByte('$')
+			for _, k := range f {
+				b.WriteString("['" + strings.ReplaceAll(k, "'", "''") + "']")
+			}
+			return b.String()
+		}
+	}
+	return ""
 }
