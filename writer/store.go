@@ -134,7 +134,7 @@ func (s MongoStore) Replace(ctx context.Context, coll string, docs []bson.Raw) e
 		filter := bson.D{{Key: model.ID, Value: d.Lookup(model.ID)}}
 		models[i] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d).SetUpsert(true)
 	}
-	_, err := s.DB.Collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	_, err := s.collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	return err
 }
 

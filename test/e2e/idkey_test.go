@@ -9,6 +9,7 @@ package e2e
 // whose value cannot be an _id is parked.
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -255,5 +256,44 @@ func TestIDKeyReplaceBatches(t *testing.T) {
 	}
 	if n := len(e.all("logs")); n != 45 {
 		t.Errorf("%d documents, want 45", n)
+	}
+}
+
+// id_key with templated targets: each event is stored once in the
+// database and collection its tag and fields name, with keep the first
+// version, with replace the last, also when the database is a template.
+func TestIDKeyTemplatedTargets(t *testing.T) {
+	for _, action := range []string{"keep", "replace"} {
+		t.Run(action, func(t *testing.T) {
+			e := newEnv(t)
+			client := e.db.Client()
+			db := e.dbName + "_a"
+			t.Cleanup(func() { _ = client.Database(db).Drop(context.Background()) })
+			at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+			dir := t.TempDir()
+			first := chunkFile(t, dir, "first", evRecord(t, at, "E1", "v1", kv{"app", "web"}), evRecord(t, at, "E2", "v1", kv{"app", "db"}))
+			second := chunkFile(t, dir, "second", evRecord(t, at, "E1", "v2", kv{"app", "web"}), evRecord(t, at, "E2", "v2", kv{"app", "db"}))
+			props := e.props("mode", "flat", "id_key", "eid", "id_action", action,
+				"database", e.dbName+"_$TAG[1]", "collection", "logs_$app")
+			e.init("a", props)
+			e.mustFlush("a", "k.a", first)
+			e.mustFlush("a", "k.a", second)
+			e.exit("a")
+			want := "v1"
+			if action == "replace" {
+				want = "v2"
+			}
+			sub := &env{t: t, db: client.Database(db)}
+			for coll, eid := range map[string]string{"logs_web": "E1", "logs_db": "E2"} {
+				docs := sub.all(coll)
+				if len(docs) != 1 {
+					t.Errorf("%s.%s holds %d documents, want event %s once", db, coll, len(docs), eid)
+					continue
+				}
+				if id, v := docs[0].Lookup("_id").StringValue(), docs[0].Lookup("v").StringValue(); id != eid || v != want {
+					t.Errorf("%s.%s holds %s version %s, want %s version %s", db, coll, id, v, eid, want)
+				}
+			}
+		})
 	}
 }
