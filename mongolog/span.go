@@ -161,7 +161,7 @@ func deadLetterOf(cfg *conf.Config, coll string) string {
 		return ""
 	case t.DeadLetter.Static():
 		return cfg.DeadLetterCollection
-	case t.DeadLetter.String() == t.Collection.String()+"_dead" && !cut(coll):
+	case t.DeadLetter.Suffixed("") == t.Collection.Suffixed("_dead") && !cut(coll):
 		return coll + "_dead"
 	}
 	return ""

@@ -341,3 +341,29 @@ func TestSpanCommands(t *testing.T) {
 		t.Errorf("a bad glob: exit %d, %s; want exit 2 before any I/O", code, errOut)
 	}
 }
+
+// The dead-letter collection of a target is told by the names when they
+// tell it: a static one, or the default <collection>_dead of a template
+// however it is written.
+func TestDeadLetterOf(t *testing.T) {
+	for _, c := range []struct {
+		kv         []string
+		coll, want string
+	}{
+		{[]string{"collection", "k8s_$ns"}, "k8s_web", "k8s_web_dead"},
+		{[]string{"collection", "k8s_$['ns']", "dead_letter_collection", "k8s_$['ns']_dead"}, "k8s_web", "k8s_web_dead"},
+		{[]string{"collection", "$TAG"}, "app", "app_dead"},
+		{[]string{"collection", "k8s_$ns", "dead_letter_collection", "parked"}, "k8s_web", "parked"},
+		{[]string{"collection", "k8s_$ns", "dead_letter_collection", "dl_$['ns']"}, "k8s_web", ""},
+		{[]string{"collection", "k8s_$ns"}, "k8s_" + strings.Repeat("v", 20) + "_0123456789abcdef", ""},
+		{[]string{"collection", "logs"}, "logs", "logs_dead"},
+	} {
+		m := map[string]string{"uri": "mongodb://127.0.0.1:1", "database": "db"}
+		for i := 0; i+1 < len(c.kv); i += 2 {
+			m[c.kv[i]] = c.kv[i+1]
+		}
+		if got := deadLetterOf(config(t, m), c.coll); got != c.want {
+			t.Errorf("%q, target %s: dead letters in %q, want %q", c.kv, c.coll, got, c.want)
+		}
+	}
+}
