@@ -6,11 +6,15 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -366,4 +370,197 @@ func TestRealFluentBitTargets(t *testing.T) {
 	if t.Failed() {
 		t.Logf("fluent-bit output:\n%s", out)
 	}
+}
+
+// edgeLog writes a log of JSON lines, tag edge.log in the config that
+// reads it, for the namespace cases and then n more distinct namespaces
+// (extra-<i>): two lines a case, ids e<case>-0 and -1. An invalid UTF-8
+// value is written as its raw bytes.
+func edgeLog(t *testing.T, dir string, cases []nsCase, n int) (path string, ids []string) {
+	t.Helper()
+	var b strings.Builder
+	line := func(id string, v any) {
+		fmt.Fprintf(&b, `{"ts":"2026-12-04T10:00:00.000Z","id":%q,"msg":"edge"`, id)
+		switch s, isString := v.(string); {
+		case v == nil:
+		case isString && !utf8.ValidString(s):
+			b.WriteString(`,"kubernetes":{"namespace_name":"` + s + `"}`)
+		default:
+			if d, ok := v.(bson.D); ok {
+				m := map[string]any{}
+				for _, el := range d {
+					m[el.Key] = el.Value
+				}
+				v = m
+			}
+			js, err := json.Marshal(map[string]any{"namespace_name": v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(`,"kubernetes":` + string(js))
+		}
+		b.WriteString("}\n")
+		ids = append(ids, id)
+	}
+	for i, c := range cases {
+		line(fmt.Sprintf("e%d-0", i), c.value)
+		line(fmt.Sprintf("e%d-1", i), c.value)
+	}
+	for i := range n {
+		line(fmt.Sprintf("x%d", i), fmt.Sprintf("extra-%d", i))
+	}
+	path = filepath.Join(dir, "edge.log")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, ids
+}
+
+// A real Fluent Bit, when one is on PATH, tails two logs of two tags
+// through three templated outputs. The app log goes to a collection per
+// module, in buckets. The edge log, of hostile and missing namespace
+// values and 20 more namespaces, goes to a database per tag and a
+// collection per namespace (flat, one document per line): each line once,
+// in the collection its value names, a line without the field in
+// k8s_unknown, every collection with the same indexes. The same edge log
+// with target_limit 3 (buckets) fills 3 targets and sends every other line
+// to k8s_other, once, and the plugin says so.
+func TestRealFluentBitTargetsEdges(t *testing.T) {
+	e := newEnv(t)
+	client := e.db.Client()
+	edgeDB, overDB := e.dbName+"_edge", e.dbName+"_o"
+	t.Cleanup(func() {
+		for _, d := range []string{edgeDB, overDB} {
+			_ = client.Database(d).Drop(context.Background())
+		}
+	})
+	cases := nsCases(t, edgeDB)
+	path, ids := edgeLog(t, t.TempDir(), cases, 20)
+	out := fluentBit(t, "", `[INPUT]
+    Name           tail
+    Path           `+path+`
+    Tag            edge.log
+    Parser         app_json
+    Read_From_Head On
+
+[OUTPUT]
+    Name        mongodb
+    Match       app.*
+    uri         `+e.srv.URI+`
+    database    `+e.dbName+`
+    collection  $TAG[0]_$module
+    write_batch 20
+
+[OUTPUT]
+    Name        mongodb
+    Match       edge.*
+    uri         `+e.srv.URI+`
+    database    `+e.dbName+`_$TAG[0]
+    collection  k8s_$kubernetes['namespace_name']
+    mode        flat
+
+[OUTPUT]
+    Name         mongodb
+    Match        edge.*
+    uri          `+e.srv.URI+`
+    database     `+overDB+`
+    collection   k8s_$kubernetes['namespace_name']
+    target_limit 3
+    write_batch  20
+`, nil)
+	defer func() {
+		if t.Failed() {
+			t.Logf("fluent-bit output:\n%s", out)
+		}
+	}()
+	var entries []bson.Raw
+	for _, m := range []string{"gateway", "order", "payment", "search", "user"} {
+		entries = append(entries, checkBuckets(t, e.all("app_"+m), defaultLimits)...)
+	}
+	checkSeqs(t, entries, 5000)
+
+	// The edge log, every target open.
+	edge := &env{t: t, db: client.Database(edgeDB)}
+	where := storedIn(t, edge, ids)
+	for i, c := range cases {
+		for _, id := range []string{fmt.Sprintf("e%d-0", i), fmt.Sprintf("e%d-1", i)} {
+			want := []string{c.coll}
+			if s, ok := c.value.(string); ok && !utf8.ValidString(s) {
+				want = append(want, "k8s_unknown") // Fluent Bit may have dropped the bytes
+			}
+			if !slices.Contains(want, where[id]) {
+				t.Errorf("namespace %q: line %s stored in %q, want %v", c.value, id, where[id], want)
+			}
+		}
+	}
+	for i := range 20 {
+		if id := fmt.Sprintf("x%d", i); where[id] != fmt.Sprintf("k8s_extra-%d", i) {
+			t.Errorf("line %s stored in %q, want k8s_extra-%d", id, where[id], i)
+		}
+	}
+	names, err := edge.db.ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := indexKeys(t, edge.db, "k8s_default")
+	if len(want) == 0 {
+		t.Error("k8s_default has no index but _id")
+	}
+	for _, n := range names {
+		if got := indexKeys(t, edge.db, n); !slices.Equal(got, want) {
+			t.Errorf("%s has indexes %v, k8s_default %v", n, got, want)
+		}
+	}
+
+	// The same log past target_limit 3.
+	over := &env{t: t, db: client.Database(overDB)}
+	at := storedIn(t, over, ids)
+	own, other := map[string]bool{}, 0 // the targets open, lines in k8s_other
+	for _, c := range at {
+		if c == "k8s_other" {
+			other++
+		} else {
+			own[c] = true
+		}
+	}
+	if len(own) != 3 || other == 0 {
+		t.Errorf("target_limit 3: own targets %v and %d lines in k8s_other, want 3 targets and the rest in k8s_other", own, other)
+	}
+	for id, c := range where {
+		switch o := at[id]; {
+		case own[c] && o != c:
+			t.Errorf("line %s is in %s, though its target %s is open", id, o, c)
+		case !own[c] && o != "k8s_other":
+			t.Errorf("line %s is in %s, want k8s_other (its target %s is beyond target_limit)", id, o, c)
+		}
+	}
+	if !strings.Contains(out, "records went to an overflow target") {
+		t.Error("no warning of records sent to the overflow target")
+	}
+}
+
+// storedIn is where each of ids is stored in e's database (bucket entries
+// or flat documents, by their id field), each required once.
+func storedIn(t *testing.T, e *env, ids []string) map[string]string {
+	t.Helper()
+	names, err := e.db.ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	where := map[string]string{}
+	count := map[string]int{}
+	for _, n := range names {
+		if !strings.HasPrefix(n, "k8s_") || strings.ContainsFunc(n[4:], func(r rune) bool {
+			return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-')
+		}) {
+			t.Errorf("%s holds a collection named %q", e.db.Name(), n)
+		}
+		c, _ := e.storedBy(n, "id")
+		for id, k := range c {
+			count[id] += k
+			where[id] = n
+		}
+	}
+	checkOnce(t, count, ids...)
+	return where
 }
