@@ -177,3 +177,15 @@ func TestCheckWarnsOfRiskyDefaults(t *testing.T) {
 		t.Errorf("no warning for no_retries:\n%s", out)
 	}
 }
+
+// A template that does not parse is a problem naming the key, the value
+// and the column, as at start-up; a good one is none.
+func TestCheckTemplates(t *testing.T) {
+	problems, out := check(t, "    collection k8s_$kubernetes['namespace_name\n")
+	if want := `collection: invalid value "k8s_$kubernetes['namespace_name": template: unclosed quote at column 17`; problems != 1 || !strings.Contains(out, want) {
+		t.Errorf("check of a bad template: %d problems\n%s\nwant %s", problems, out, want)
+	}
+	if problems, out := check(t, "    database logs_$TAG[1]\n    collection k8s_$kubernetes['namespace_name']\n    target_limit 50\n"); problems != 0 {
+		t.Errorf("check of good templates: %d problems\n%s", problems, out)
+	}
+}
