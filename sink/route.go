@@ -30,6 +30,9 @@ func (s *Sink) route(f *flush) (colls []string, parts [][]*parser.Record) {
 		}
 		return []string{f.dests.table[0].coll}, nil
 	}
+	if p.Period == layout.None {
+		return f.dests.split(recs)
+	}
 	oldest := p.Oldest(s.opt.Now())
 	at := map[string]int{}
 	for i := range recs {
@@ -55,6 +58,29 @@ func (s *Sink) route(f *flush) (colls []string, parts [][]*parser.Record) {
 			parts = append(parts, nil)
 		}
 		parts[j] = append(parts[j], r)
+	}
+	return colls, parts
+}
+
+// split sends each record to its destination's collection: one per
+// distinct name of the table (two destinations may share a name), in
+// order of first appearance.
+func (r *routes) split(recs []parser.Record) (colls []string, parts [][]*parser.Record) {
+	slot := make([]int, len(r.table)) // the index in colls of each destination's
+	at := make(map[string]int, len(r.table))
+	for k, d := range r.table {
+		j, ok := at[d.coll]
+		if !ok {
+			j = len(colls)
+			at[d.coll] = j
+			colls = append(colls, d.coll)
+			parts = append(parts, nil)
+		}
+		slot[k] = j
+	}
+	for i := range recs {
+		j := slot[r.at[i]]
+		parts[j] = append(parts[j], &recs[i])
 	}
 	return colls, parts
 }

@@ -245,17 +245,58 @@ func element(doc []byte, key string) (bsoncore.Value, bool) {
 		if end < 0 {
 			return bsoncore.Value{}, false
 		}
-		name := rem[1 : 1+end]
-		v, rest, ok := bsoncore.ReadValue(rem[2+end:], t)
-		if !ok {
+		name, data := rem[1:1+end], rem[2+end:]
+		n := valueSize(t, data)
+		if n < 0 {
 			return bsoncore.Value{}, false
 		}
 		if string(name) == key {
-			return v, true
+			return bsoncore.Value{Type: t, Data: data[:n]}, true
 		}
-		rem = rest
+		rem = data[n:]
 	}
 	return bsoncore.Value{}, false
+}
+
+// valueSize is the size of the value of type t that data starts with, -1
+// when data is too short for it or t unknown. The common types are sized
+// here; the rest as bsoncore reads them.
+func valueSize(t bsoncore.Type, data []byte) int {
+	n := -1
+	switch t {
+	case bsoncore.TypeDouble, bsoncore.TypeDateTime, bsoncore.TypeInt64, bsoncore.TypeTimestamp:
+		n = 8
+	case bsoncore.TypeInt32:
+		n = 4
+	case bsoncore.TypeBoolean:
+		n = 1
+	case bsoncore.TypeNull:
+		n = 0
+	case bsoncore.TypeObjectID:
+		n = 12
+	case bsoncore.TypeString, bsoncore.TypeEmbeddedDocument, bsoncore.TypeArray:
+		if len(data) < 4 {
+			return -1
+		}
+		l := int(int32(binary.LittleEndian.Uint32(data)))
+		if t == bsoncore.TypeString {
+			l += 4
+		}
+		if l < 5 {
+			return -1
+		}
+		n = l
+	default:
+		v, _, ok := bsoncore.ReadValue(data, t)
+		if !ok {
+			return -1
+		}
+		n = len(v.Data)
+	}
+	if n > len(data) {
+		return -1
+	}
+	return n
 }
 
 // AppendKey appends to dst what t's names depend on in rec besides the
