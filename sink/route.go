@@ -78,6 +78,13 @@ func (r *routes) split(recs []parser.Record) (colls []string, parts [][]*parser.
 		}
 		slot[k] = j
 	}
+	size := make([]int, len(colls))
+	for i := range recs {
+		size[slot[r.at[i]]]++
+	}
+	for j := range parts {
+		parts[j] = make([]*parser.Record, 0, size[j])
+	}
 	for i := range recs {
 		j := slot[r.at[i]]
 		parts[j] = append(parts[j], &recs[i])
