@@ -379,6 +379,9 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"target_missing", "a.b"}, `target_missing: invalid value "a.b": must hold only letters, digits, _ and - (it becomes part of a database or collection name)`},
 		{[]string{"target_overflow", strings.Repeat("o", 65)}, `target_overflow: invalid value "` + strings.Repeat("o", 65) + `": must be at most 64 bytes`},
 		{[]string{"target_limit", "0"}, `target_limit: invalid value "0": must be a whole number between 1 and 100000`},
+		{[]string{"target_limit", "50"}, `target_limit: invalid value "50": needs a template in database, collection or dead_letter_collection (all three are fixed names, so there is one target)`},
+		{[]string{"collection", "k8s", "target_missing", "none"}, `target_missing: invalid value "none": needs a template in database, collection or dead_letter_collection (all three are fixed names, so there is one target)`},
+		{[]string{"database", "d", "target_overflow", "rest"}, `target_overflow: invalid value "rest": needs a template in database, collection or dead_letter_collection (all three are fixed names, so there is one target)`},
 		{[]string{"collection", strings.Repeat("c", 201)}, `collection: invalid value "` + strings.Repeat("c", 201) + `": must be at most 200 bytes`},
 		{[]string{"collection", strings.Repeat("c", 196)}, `dead_letter_collection: invalid value "` + strings.Repeat("c", 196) + `_dead": must be at most 200 bytes (this default is derived from collection; set dead_letter_collection)`},
 		{[]string{"collection", strings.Repeat("c", 192), "partition", "day", "dead_letter_collection", "x"}, `collection: invalid value "` + strings.Repeat("c", 192) + `": too long for partition day: <collection>_YYYYMMDD must be at most 200 bytes`},
@@ -951,6 +954,7 @@ func TestRangesHeldOnce(t *testing.T) {
 		"capped_max":     {"capped_size": "1M", "mode": "flat"},
 		"capped_size":    {"mode": "flat"},
 		"partition_keep": {"partition": "day"},
+		"target_limit":   {"collection": "k_$TAG"},
 	}
 	for key, b := range ranges {
 		d, ok := lookupKey(key)

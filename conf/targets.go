@@ -112,6 +112,9 @@ func (r *reader) targets(c *Config) {
 			", which neither database nor collection reads: a dead-letter collection may name only fields of its record's target, so that target_limit bounds it too")
 		return
 	}
+	if db.Static() && coll.Static() && dl.Static() {
+		r.targetKeysUnused()
+	}
 	for _, t := range []*target.Template{db, coll, dl} {
 		t.Missing = c.TargetMissing
 	}
@@ -119,6 +122,16 @@ func (r *reader) targets(c *Config) {
 		coll.Reserve = len(layout.Period(c.Partition).Suffix())
 	}
 	c.Targets = Targets{Database: db, Collection: coll, DeadLetter: dl}
+}
+
+// targetKeysUnused refuses a target_ key set to other than its default
+// when no name is a template, where it would do nothing.
+func (r *reader) targetKeysUnused() {
+	for _, k := range []string{"target_missing", "target_overflow", "target_limit"} {
+		if v, set := r.set[k]; set && r.good(k) && v != defaultOf(k) {
+			r.invalid(k, v, "needs a template in database, collection or dead_letter_collection (all three are fixed names, so there is one target)")
+		}
+	}
 }
 
 // unboundField is a field dl reads that neither db nor coll does, written

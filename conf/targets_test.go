@@ -17,6 +17,8 @@ func TestTargets(t *testing.T) {
 		{[]string{"collection", "a_$TAG", "partition", "day"}, "a_$TAG_dead", true, len("_20260101"), "unknown"},
 		{[]string{"database", "d_$ns", "collection", "k_$TAG", "dead_letter_collection", "dl_$['ns']"}, "dl_$['ns']", true, 0, "unknown"},
 		{[]string{"collection", "logs"}, "logs_dead", false, 0, "unknown"},
+		{[]string{"collection", "logs", "target_limit", "1000"}, "logs_dead", false, 0, "unknown"}, // a default set is no mistake
+		{[]string{"dead_letter_collection", "dead_$TAG", "target_limit", "5"}, "dead_$TAG", true, 0, "unknown"},
 	} {
 		c, err := parse(with(tt.kv...))
 		if err != nil {
