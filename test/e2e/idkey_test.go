@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -292,6 +293,40 @@ func TestIDKeyTemplatedTargets(t *testing.T) {
 				}
 				if id, v := docs[0].Lookup("_id").StringValue(), docs[0].Lookup("v").StringValue(); id != eid || v != want {
 					t.Errorf("%s.%s holds %s version %s, want %s version %s", db, coll, id, v, eid, want)
+				}
+			}
+		})
+	}
+}
+
+// A record the server chokes on, among records that carry an event id,
+// is parked with the reason and the others stored once, whether they are
+// inserted (keep) or replaced by _id (replace), each under its event id.
+func TestIDKeyRecordServerChokesOn(t *testing.T) {
+	for _, action := range []string{"keep", "replace"} {
+		t.Run(action, func(t *testing.T) {
+			e := newEnv(t)
+			at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+			var recs [][]byte
+			var ids []string
+			for i := range 32 {
+				id := fmt.Sprintf("r%03d", i)
+				body := []kv{{"id", id}, {"eid", "E" + id}, {"msg", "hello"}}
+				if v, ok := chokeValues[i]; ok {
+					body = append(body, kv{"v", v})
+				}
+				recs = append(recs, record(t, at.Add(time.Duration(i)*10*time.Millisecond), body...))
+				ids = append(ids, id)
+			}
+			chunk := chunkFile(t, t.TempDir(), "choke", recs...)
+			e.init("a", e.props("mode", "flat", "id_key", "eid", "id_action", action, "flush_timeout", "5m"))
+			e.mustFlush("a", "app", chunk)
+			e.exit("a")
+			e.checkStoredOrParked(ids, chokeValues)
+			for _, d := range e.all("logs") {
+				id, _ := d.Lookup("id").StringValueOK()
+				if eid, _ := d.Lookup("_id").StringValueOK(); eid != "E"+id {
+					t.Errorf("record %s stored with _id %v, want its event id E%s", id, d.Lookup("_id"), id)
 				}
 			}
 		})
