@@ -167,6 +167,33 @@ func TestTargetsFromRecord(t *testing.T) {
 	}
 }
 
+// Placeholders read the record as it is stored: a field the parser made,
+// a value types converted, a key renamed (a.b stored as a_b), a field
+// named like time_key (stored as _ts); an excluded field is missing.
+func TestTargetsReadStoredRecord(t *testing.T) {
+	e := newEnv(t)
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	c := chunkFile(t, t.TempDir(), "c",
+		record(t, at, kv{"id", "r1"}, kv{"log", "level=warn code=0503"}, kv{"ts", "x1"}, kv{"a.b", "v"}, kv{"secret", "s"}),
+		record(t, at.Add(time.Millisecond), kv{"id", "r2"}, kv{"log", "level=info code=7"}, kv{"ts", "x2"}, kv{"a.b", "w"}))
+	props := e.props("mode", "flat", "parser", "logfmt", "types", "code:integer", "exclude_fields", "secret",
+		"collection", "k_$['level']_$['code']_$['_ts']_$['a_b']_$['secret']")
+	e.init("a", props)
+	e.mustFlush("a", "app", c)
+	e.exit("a")
+	for coll, id := range map[string]string{"k_warn_503_x1_v_unknown": "r1", "k_info_7_x2_w_unknown": "r2"} {
+		count, _ := e.storedIDs(coll)
+		checkOnce(t, count, id)
+	}
+	names, err := e.db.ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 2 {
+		t.Errorf("collections %v, want k_warn_503_x1_v_unknown and k_info_7_x2_w_unknown", names)
+	}
+}
+
 // A database template of the tag: each tag's records go to their own
 // database, set up like a static one; partition_keep drops the stale
 // partitions of every base the template can give in each, also of bases
