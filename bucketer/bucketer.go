@@ -14,6 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bsonscan"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -120,17 +121,16 @@ func (c *Config) appendKey(dst []byte, tag string, doc bsoncore.Document) []byte
 func lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 	for {
 		seg, rest, more := strings.Cut(path, ".")
-		v, err := doc.LookupErr(seg)
-		if err != nil {
+		v, ok := bsonscan.Element(doc, seg)
+		switch {
+		case !ok:
 			return bsoncore.Value{}, false
-		}
-		if !more {
+		case !more:
 			return v, true
-		}
-		if doc, more = v.DocumentOK(); !more {
+		case v.Type != bsoncore.TypeEmbeddedDocument:
 			return bsoncore.Value{}, false
 		}
-		path = rest
+		doc, path = v.Data, rest
 	}
 }
 
