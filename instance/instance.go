@@ -152,6 +152,9 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		stats: stats, endpoint: endpoint, keepers: map[string]*layout.Keeper{}}
 	in.info, _ = store.(writer.Informer)
 	opt.Setup = in.setup
+	if opt.Targets != nil {
+		opt.Targets.Existing = in.existingTargets
+	}
 	if in.sink, err = sink.New(opt, store, writer.DefaultRetry, log); err != nil {
 		stop()
 		closeEndpoint()
@@ -479,6 +482,37 @@ func (in *Instance) databases(ctx context.Context) ([]string, error) {
 	for _, n := range names {
 		if t.Matches(n) {
 			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// existingTargets lists the targets that exist already: in every database
+// the instance writes to, each collection whose name (with partitions, its
+// name without the suffix) the collection template can give. Dead-letter
+// collections a template can give count too.
+func (in *Instance) existingTargets(ctx context.Context) ([][2]string, error) {
+	dbs, err := in.databases(ctx)
+	if err != nil {
+		return nil, err
+	}
+	p := in.partitions()
+	seen := map[[2]string]bool{}
+	var out [][2]string
+	for _, db := range dbs {
+		names, err := in.client.Database(db).ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			return nil, fmt.Errorf("listing the collections of %s: %w", db, err)
+		}
+		for _, n := range names {
+			base, ok := n, in.cfg.Targets.Collection.Matches(n)
+			if p.Period != layout.None {
+				base, ok = p.Split(n)
+			}
+			if k := [2]string{db, base}; ok && !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
 		}
 	}
 	return out, nil

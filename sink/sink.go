@@ -195,6 +195,14 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		content = <-ids
 	}
 	res := Result{Records: len(batch.Records) + len(batch.Bad)}
+	if s.router != nil {
+		if err := s.router.openExisting(ctx, s.log.Warnf); err != nil {
+			s.account(batch, &res, err)
+			res.Status, res.Err = Retry, err
+			s.log.Warnf("chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)
+			return res
+		}
+	}
 	defer s.lockChunk(content)()
 	occ, known := s.contents.get(content)
 	res.New = !occ.retried

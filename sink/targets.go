@@ -1,13 +1,17 @@
 package sink
 
 import (
+	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Targets name each record's collection and dead-letter collection from
@@ -26,6 +30,14 @@ type Targets struct {
 	// target whose tag is Overflow as well, which is always admitted.
 	Limit    int
 	Overflow string
+	// Existing, when set, lists the targets that exist already, each as
+	// Target resolves it (database, collection without a partition
+	// suffix). They are opened before the first chunk is routed: they
+	// count towards Limit and are always admitted, so that a restart or a
+	// reload neither opens Limit more targets nor sends a record of a
+	// resent chunk to its own target where the process before sent it to
+	// an overflow target.
+	Existing func(ctx context.Context) ([][2]string, error)
 }
 
 // overflowWarnEvery is how often the records sent to an overflow target
@@ -41,6 +53,9 @@ type router struct {
 	mu       sync.Mutex
 	over     int64 // records sent to an overflow target since the last warning
 	lastWarn time.Time
+
+	openMu sync.Mutex  // held while Existing runs
+	opened atomic.Bool // the existing targets are open (or cannot be listed)
 }
 
 func newRouter(t *Targets) *router {
@@ -48,6 +63,35 @@ func newRouter(t *Targets) *router {
 		return nil
 	}
 	return &router{t: t, set: target.NewSet(t.Limit), overflow: target.NewSet(t.Limit)}
+}
+
+// openExisting opens the targets that exist already, once. An error the
+// server may not answer again (a timeout, an election) is returned: the
+// chunk waits. A refusal (say, a user not allowed to list collections) is
+// warned of, and routing goes on with the targets this process opens.
+func (rt *router) openExisting(ctx context.Context, warn func(string, ...any)) error {
+	if rt.t.Existing == nil || rt.opened.Load() {
+		return nil
+	}
+	rt.openMu.Lock()
+	defer rt.openMu.Unlock()
+	if rt.opened.Load() {
+		return nil
+	}
+	pairs, err := rt.t.Existing(ctx)
+	switch {
+	case err == nil:
+		// Existing overflow targets count towards their own bound too;
+		// which ones they are the names do not tell, so all count.
+		rt.set.Open(pairs)
+		rt.overflow.Open(pairs)
+	case errclass.Of(err).Passing():
+		return fmt.Errorf("listing the targets that exist already: %w", err)
+	default:
+		warn("listing the targets that exist already: %v (going on without them: target_limit counts only the targets this process opens)", err)
+	}
+	rt.opened.Store(true)
+	return nil
 }
 
 // dest is where one record goes.

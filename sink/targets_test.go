@@ -1,9 +1,13 @@
 package sink
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
@@ -57,4 +61,71 @@ func TestRouterOverflow(t *testing.T) {
 	if got := rt.deadLetter("a.x", rec("1"), dest{}); got != "db_a.c_x_1_dead" {
 		t.Errorf("dead letter: %s", got)
 	}
+}
+
+// The targets that exist already are opened before the first chunk: they
+// are admitted beyond the limit and count towards it. Listing them is
+// tried again after an error the server may answer otherwise, and given
+// up, with a warning, after a refusal.
+func TestRouterOpensExisting(t *testing.T) {
+	rec := func(ns string) bson.Raw {
+		raw, _ := bson.Marshal(bson.D{{Key: "ns", Value: ns}})
+		return raw
+	}
+	ctx := context.Background()
+	existing := [][2]string{{"db", "c_1"}, {"db", "c_2"}, {"db", "c_3"}}
+	for _, c := range []struct {
+		name   string
+		errs   []error // what the listings return before they succeed
+		calls  int
+		opened bool
+	}{
+		{"listed", nil, 1, true},
+		{"after a timeout", []error{context.DeadlineExceeded}, 2, true},
+		{"refused", []error{mongo.CommandError{Code: 13, Name: "Unauthorized", Message: "not authorized"}}, 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rt := testRouter(t, "db", "c_$ns", 2)
+			calls := 0
+			rt.t.Existing = func(context.Context) ([][2]string, error) {
+				calls++
+				if calls <= len(c.errs) {
+					return nil, c.errs[calls-1]
+				}
+				return existing, nil
+			}
+			var warnings []string
+			warn := func(f string, args ...any) { warnings = append(warnings, fmt.Sprintf(f, args...)) }
+			for range 3 {
+				if err := rt.openExisting(ctx, warn); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("openExisting: %v", err)
+				}
+			}
+			if refused := !c.opened; refused != (len(warnings) == 1) {
+				t.Errorf("warnings %q", warnings)
+			}
+			if calls != c.calls {
+				t.Errorf("Existing called %d times, want %d", calls, c.calls)
+			}
+			if n := rt.set.Len(); n != 3*b2i(c.opened) {
+				t.Errorf("%d targets open, want %d", n, 3*b2i(c.opened))
+			}
+			if !c.opened {
+				return
+			}
+			if got := rt.resolve("t", rec("3")); got != (dest{coll: "c_3"}) {
+				t.Errorf("a record of the third existing target goes to %+v", got)
+			}
+			if got := rt.resolve("t", rec("9")); got.coll != "c_other" || got.over == 0 {
+				t.Errorf("a record of a new target beyond the limit goes to %+v, want the overflow target", got)
+			}
+		})
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -6,8 +6,10 @@ import (
 )
 
 // Set is a bounded set of the distinct (database, collection) pairs records
-// have been routed to. It is safe for concurrent use, and holds at most its
-// limit of pairs however many distinct values arrive.
+// have been routed to. It is safe for concurrent use, and admits new pairs
+// only while it holds fewer than its limit, however many distinct values
+// arrive: it holds at most the limit, or the pairs opened as existing
+// (Open) when they are more.
 type Set struct {
 	limit   int
 	mu      sync.RWMutex
@@ -47,6 +49,16 @@ func (s *Set) Admit(db, coll string) bool {
 	}
 	s.pairs[p] = struct{}{}
 	return true
+}
+
+// Open adds the pairs of targets that exist already: they are admitted
+// whatever the limit, and count towards it.
+func (s *Set) Open(pairs [][2]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range pairs {
+		s.pairs[pair{p[0], p[1]}] = struct{}{}
+	}
 }
 
 // Refused is how many times Admit has returned false.

@@ -79,3 +79,21 @@ func TestSetConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// Pairs opened as existing are admitted whatever the limit and count
+// towards it: beyond it, only they and those admitted before are.
+func TestSetOpen(t *testing.T) {
+	s := NewSet(2)
+	if !s.Admit("a", "x") {
+		t.Fatal("a first pair refused")
+	}
+	s.Open([][2]string{{"a", "y"}, {"a", "z"}, {"a", "x"}})
+	for _, p := range [][2]string{{"a", "x"}, {"a", "y"}, {"a", "z"}} {
+		if !s.Admit(p[0], p[1]) {
+			t.Errorf("%v refused", p)
+		}
+	}
+	if s.Admit("b", "x") || s.Len() != 3 {
+		t.Errorf("a new pair admitted beyond the limit, or Len %d, want 3", s.Len())
+	}
+}

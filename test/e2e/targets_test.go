@@ -288,6 +288,78 @@ func TestTargetsOverflow(t *testing.T) {
 	}
 }
 
+// The targets that exist already count towards target_limit in a new
+// process: a restart opens no more targets, and a chunk resent after it
+// (here before the chunks the process before wrote ahead of it) goes
+// where it went before, so a record sent to the overflow target is not
+// written to its own target as well. In both modes, partitioned or not,
+// with a collection or a database template.
+func TestTargetsOverflowAcrossRestarts(t *testing.T) {
+	for _, c := range []struct{ mode, partition, template string }{
+		{"bucket", "none", "collection"}, {"flat", "none", "collection"}, {"bucket", "day", "collection"}, {"bucket", "none", "database"},
+	} {
+		t.Run(c.mode+"/"+c.partition+"/"+c.template, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			client := e.db.Client()
+			at := time.Now().UTC().Truncate(time.Minute)
+			chunk := func(name string, ids ...string) string {
+				var recs [][]byte
+				for i, id := range ids {
+					recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"id", id}, kv{"ns", id[:1]}))
+				}
+				return chunkFile(t, t.TempDir(), name, recs...)
+			}
+			first, second, later := chunk("1", "a1", "b1"), chunk("2", "c1", "a2"), chunk("3", "d1", "b2")
+			props := e.props("mode", c.mode, "collection", "k_$ns", "target_limit", "2", "target_overflow", "spill", "partition", c.partition)
+			// where is the database and collection of target ns.
+			where := func(ns string) (string, string) {
+				suffix := ""
+				if c.partition == "day" {
+					suffix = at.Format("_20060102")
+				}
+				return e.dbName, "k_" + ns + suffix
+			}
+			if c.template == "database" {
+				prefix, _, _ := strings.Cut(e.dbName, "_") // short enough for a database name to take a value
+				props["database"], props["collection"] = prefix+"_$ns", "logs"
+				where = func(ns string) (string, string) { return prefix + "_" + ns, "logs" }
+				t.Cleanup(func() {
+					for _, ns := range []string{"a", "b", "c", "d", "spill"} {
+						db, _ := where(ns)
+						_ = client.Database(db).Drop(context.Background())
+					}
+				})
+			}
+			e.init("a", props)
+			e.mustFlush("a", "app", first)
+			e.mustFlush("a", "app", second) // c1 beyond the limit
+			e.exit("a")
+			e.restartHost()
+			e.init("a", props)
+			e.mustFlush("a", "app", second) // resent first
+			e.mustFlush("a", "app", later)  // d1: a new target, beyond the limit still
+			e.exit("a")
+			want := map[string][]string{"a": {"a1", "a2"}, "b": {"b1", "b2"}, "spill": {"c1", "d1"}}
+			for ns, ids := range want {
+				db, coll := where(ns)
+				count, _ := (&env{t: t, db: client.Database(db)}).storedIDs(coll)
+				checkOnce(t, count, ids...)
+			}
+			for _, ns := range []string{"c", "d"} {
+				db, coll := where(ns)
+				names, err := client.Database(db).ListCollectionNames(ctx, bson.D{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(names, coll) {
+					t.Errorf("%s.%s created, beyond target_limit", db, coll)
+				}
+			}
+		})
+	}
+}
+
 // A record too big for a bucket is parked in the dead-letter collection of
 // its target (a record that cannot be read names no field: the tag alone
 // resolves it), the others stored in theirs.
