@@ -196,7 +196,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	}
 	res := Result{Records: len(batch.Records) + len(batch.Bad)}
 	if s.router != nil {
-		if err := s.router.openExisting(ctx, s.log.Warnf); err != nil {
+		if err := s.router.openExisting(ctx, s.log); err != nil {
 			s.account(batch, &res, err)
 			res.Status, res.Err = Retry, err
 			s.log.Warnf("chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)

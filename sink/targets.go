@@ -69,7 +69,7 @@ func newRouter(t *Targets) *router {
 // server may not answer again (a timeout, an election) is returned: the
 // chunk waits. A refusal (say, a user not allowed to list collections) is
 // warned of, and routing goes on with the targets this process opens.
-func (rt *router) openExisting(ctx context.Context, warn func(string, ...any)) error {
+func (rt *router) openExisting(ctx context.Context, log Logger) error {
 	if rt.t.Existing == nil || rt.opened.Load() {
 		return nil
 	}
@@ -85,10 +85,11 @@ func (rt *router) openExisting(ctx context.Context, warn func(string, ...any)) e
 		// which ones they are the names do not tell, so all count.
 		rt.set.Open(pairs)
 		rt.overflow.Open(pairs)
+		log.Infof("%d targets exist already: open from the start, counted towards target_limit %d", len(pairs), rt.t.Limit)
 	case errclass.Of(err).Passing():
 		return fmt.Errorf("listing the targets that exist already: %w", err)
 	default:
-		warn("listing the targets that exist already: %v (going on without them: target_limit counts only the targets this process opens)", err)
+		log.Warnf("listing the targets that exist already: %v (going on without them: target_limit counts only the targets this process opens)", err)
 	}
 	rt.opened.Store(true)
 	return nil

@@ -94,15 +94,14 @@ func TestRouterOpensExisting(t *testing.T) {
 				}
 				return existing, nil
 			}
-			var warnings []string
-			warn := func(f string, args ...any) { warnings = append(warnings, fmt.Sprintf(f, args...)) }
+			log := &warnings{}
 			for range 3 {
-				if err := rt.openExisting(ctx, warn); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				if err := rt.openExisting(ctx, log); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("openExisting: %v", err)
 				}
 			}
-			if refused := !c.opened; refused != (len(warnings) == 1) {
-				t.Errorf("warnings %q", warnings)
+			if refused := !c.opened; refused != (len(log.warned) == 1) {
+				t.Errorf("warnings %q", log.warned)
 			}
 			if calls != c.calls {
 				t.Errorf("Existing called %d times, want %d", calls, c.calls)
@@ -129,3 +128,11 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// warnings is a Logger keeping its warnings.
+type warnings struct {
+	quietLog
+	warned []string
+}
+
+func (w *warnings) Warnf(f string, args ...any) { w.warned = append(w.warned, fmt.Sprintf(f, args...)) }
