@@ -65,9 +65,9 @@ func newRouter(t *Targets) *router {
 	return &router{t: t, set: target.NewSet(t.Limit), overflow: target.NewSet(t.Limit)}
 }
 
-// openExisting opens the targets that exist already, once. An error the
-// server may not answer again (a timeout, an election) is returned: the
-// chunk waits. A refusal (say, a user not allowed to list collections) is
+// openExisting opens the targets that exist already, once. An error that
+// passes (no answer in time, an election) is returned: the chunk waits,
+// and the next flush lists them again. A refusal (say, a user not allowed to list collections) is
 // warned of, and routing goes on with the targets this process opens.
 func (rt *router) openExisting(ctx context.Context, log Logger) error {
 	if rt.t.Existing == nil || rt.opened.Load() {
