@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 func testRouter(t testing.TB, db, coll string, limit int) *router {
@@ -136,3 +141,45 @@ type warnings struct {
 }
 
 func (w *warnings) Warnf(f string, args ...any) { w.warned = append(w.warned, fmt.Sprintf(f, args...)) }
+
+// A flush whose listing of the existing targets gets no answer is given
+// back to Fluent Bit; the next one lists them again, and writes. No
+// record counts before it is written.
+func TestFlushWaitsForExistingTargets(t *testing.T) {
+	chunk, err := os.ReadFile("../test/testdata/chunk-dummy-3.msgpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := testRouter(t, "db", "c_$TAG", 10)
+	calls := 0
+	rt.t.Existing = func(context.Context) ([][2]string, error) {
+		if calls++; calls == 1 {
+			return nil, context.DeadlineExceeded
+		}
+		return nil, nil
+	}
+	s, err := New(Options{
+		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true, Targets: rt.t,
+		MaxInflight: 1, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
+		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
+		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
+	}, nullStore{}, writer.DefaultRetry, quietLog{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Retry || !errors.Is(res.Err, context.DeadlineExceeded) {
+		t.Fatalf("first flush: %v %v, want Retry after the listing's timeout", res.Status, res.Err)
+	}
+	if tot := s.Totals(); tot.Chunks != 0 || tot.Records != 0 || tot.Retries != 1 {
+		t.Errorf("totals after the retry: %+v", tot)
+	}
+	if res := s.Flush(context.Background(), "a", chunk); res.Status != Done || res.Stored != 3 {
+		t.Fatalf("second flush: %v %v, %d stored", res.Status, res.Err, res.Stored)
+	}
+	if calls != 2 {
+		t.Errorf("Existing called %d times, want 2", calls)
+	}
+	if tot := s.Totals(); tot.Chunks != 1 || tot.Records != 3 {
+		t.Errorf("totals: %+v, want 1 chunk of 3 records", tot)
+	}
+}
