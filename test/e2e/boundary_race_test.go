@@ -113,14 +113,32 @@ func TestBoundaryExitInFlight(t *testing.T) {
 		result <- in.Flush("app.log", data)
 	}()
 	<-started
-	time.Sleep(20 * time.Millisecond) // let the flush get under way
-	in.Exit()
+	// The flush is under way once the server holds something of it (or
+	// it is over): waited for, as decoding 5000 records under -race on a
+	// busy machine takes what it takes.
 	var got sink.Status
-	select {
-	case got = <-result:
-	default:
-		t.Fatal("Exit returned before the flush in flight")
+	over := false
+	for deadline := time.Now().Add(time.Minute); !over && time.Now().Before(deadline); {
+		select {
+		case got = <-result:
+			over = true
+		default:
+			if n, err := e.db.Collection("logs").CountDocuments(context.Background(), bson.D{}); err == nil && n > 0 {
+				in.Exit()
+				select {
+				case got = <-result:
+				default:
+					t.Fatal("Exit returned before the flush in flight")
+				}
+				over = true
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
+	if !over {
+		t.Fatal("the flush stored nothing in a minute")
+	}
+	in.Exit()
 	if in.Flush("app.log", data) != sink.Retry {
 		t.Error("a flush after Exit was not retried")
 	}
