@@ -360,6 +360,31 @@ func TestTargetsOverflowAcrossRestarts(t *testing.T) {
 	}
 }
 
+// Every collection the template can give counts as an open target from
+// the start, its dead-letter collections too; other collections do not.
+func TestTargetsExistingCount(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, n := range []string{"k_x", "k_x_dead", "audit", "k"} {
+		if err := e.db.CreateCollection(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	c := chunkFile(t, t.TempDir(), "c",
+		record(t, at, kv{"id", "x1"}, kv{"ns", "x"}), record(t, at.Add(time.Millisecond), kv{"id", "a1"}, kv{"ns", "a"}))
+	e.init("a", e.props("collection", "k_$ns", "target_limit", "2", "target_overflow", "spill"))
+	e.mustFlush("a", "app", c)
+	e.exit("a")
+	for coll, ids := range map[string][]string{"k_x": {"x1"}, "k_spill": {"a1"}} {
+		count, _ := e.storedIDs(coll)
+		checkOnce(t, count, ids...)
+	}
+	if !strings.Contains(e.host.Stderr(), "2 targets exist already") {
+		t.Errorf("no line saying 2 targets exist already:\n%s", e.host.Stderr())
+	}
+}
+
 // A record too big for a bucket is parked in the dead-letter collection of
 // its target (a record that cannot be read names no field: the tag alone
 // resolves it), the others stored in theirs.
