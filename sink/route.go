@@ -21,17 +21,16 @@ import (
 func (s *Sink) route(f *flush) (colls []string, parts [][]*parser.Record) {
 	recs := f.batch.Records
 	p := s.opt.Partitions
-	if p.Period == layout.None && (f.dests == nil || f.dests.at == nil) {
+	if p.Period == layout.None {
 		switch {
 		case f.dests == nil:
 			return []string{s.opt.Collection}, nil
+		case f.dests.at != nil:
+			return f.dests.split(recs)
 		case len(f.dests.table) == 0:
 			return nil, nil
 		}
 		return []string{f.dests.table[0].coll}, nil
-	}
-	if p.Period == layout.None {
-		return f.dests.split(recs)
 	}
 	oldest := p.Oldest(s.opt.Now())
 	at := map[string]int{}
@@ -41,15 +40,13 @@ func (s *Sink) route(f *flush) (colls []string, parts [][]*parser.Record) {
 		if f.dests != nil {
 			c = f.dests.of(i).coll
 		}
-		if p.Period != layout.None {
-			p.Base = c
-			if r.Time.Before(oldest) {
-				f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: fmt.Sprintf(
-					"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Collection(oldest))})
-				continue
-			}
-			c = p.Collection(r.Time)
+		p.Base = c
+		if r.Time.Before(oldest) {
+			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: fmt.Sprintf(
+				"older than the partitions kept: partition_keep %d keeps %s and later", p.Keep, p.Collection(oldest))})
+			continue
 		}
+		c = p.Collection(r.Time)
 		j, ok := at[c]
 		if !ok {
 			j = len(colls)

@@ -21,17 +21,25 @@ import (
 
 func setupSink(t *testing.T, setup func(context.Context, string, bool) error) (*Sink, []byte) {
 	t.Helper()
+	return testSink(t, func(o *Options) { o.Setup = setup })
+}
+
+// testSink is a bucket-mode sink writing nowhere, with the options set
+// changes, and a chunk of three records.
+func testSink(t *testing.T, set func(*Options)) (*Sink, []byte) {
+	t.Helper()
 	chunk, err := os.ReadFile("../test/testdata/chunk-dummy-3.msgpack")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Options{
+	opt := Options{
 		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
 		MaxInflight: 1, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
-		Setup:   setup,
-	}, nullStore{}, writer.DefaultRetry, quietLog{})
+	}
+	set(&opt)
+	s, err := New(opt, nullStore{}, writer.DefaultRetry, quietLog{})
 	if err != nil {
 		t.Fatal(err)
 	}

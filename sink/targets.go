@@ -67,8 +67,9 @@ func newRouter(t *Targets) *router {
 
 // openExisting opens the targets that exist already, once. An error that
 // passes (no answer in time, an election) is returned: the chunk waits,
-// and the next flush lists them again. A refusal (say, a user not allowed to list collections) is
-// warned of, and routing goes on with the targets this process opens.
+// and the next flush lists them again. A refusal (say, a user not allowed
+// to list collections) is warned of, and routing goes on with the targets
+// this process opens.
 func (rt *router) openExisting(ctx context.Context, log Logger) error {
 	if rt.t.Existing == nil || rt.opened.Load() {
 		return nil

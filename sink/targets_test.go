@@ -4,17 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 func testRouter(t testing.TB, db, coll string, limit int) *router {
@@ -35,15 +30,17 @@ func testRouter(t testing.TB, db, coll string, limit int) *router {
 		Qualified: !d.Static(), Limit: limit, Overflow: "other"})
 }
 
+// nsRecord is a record whose field ns is ns.
+func nsRecord(ns string) bson.Raw {
+	raw, _ := bson.Marshal(bson.D{{Key: "ns", Value: ns}})
+	return raw
+}
+
 // Beyond the limit a record goes to its template with the record
 // placeholders replaced; when that overflow target is new beyond the limit
 // of overflow targets, the tag as well; a target once admitted stays.
 func TestRouterOverflow(t *testing.T) {
 	rt := testRouter(t, "db_$TAG[0]", "c_$TAG[1]_$ns", 2)
-	rec := func(ns string) bson.Raw {
-		raw, _ := bson.Marshal(bson.D{{Key: "ns", Value: ns}})
-		return raw
-	}
 	for _, c := range []struct {
 		tag, ns string
 		want    dest
@@ -56,14 +53,14 @@ func TestRouterOverflow(t *testing.T) {
 		{"b.z", "5", dest{coll: "db_other.c_unknown_other", over: 2}},
 		{"a.x", "4", dest{coll: "db_a.c_x_other", over: 1}},
 	} {
-		if got := rt.resolve(c.tag, rec(c.ns)); got != c.want {
+		if got := rt.resolve(c.tag, nsRecord(c.ns)); got != c.want {
 			t.Errorf("%s %s: %+v, want %+v", c.tag, c.ns, got, c.want)
 		}
 	}
-	if got := rt.deadLetter("a.y", rec("3"), dest{over: 2}); got != "db_other.c_unknown_other_dead" {
+	if got := rt.deadLetter("a.y", nsRecord("3"), dest{over: 2}); got != "db_other.c_unknown_other_dead" {
 		t.Errorf("dead letter of the last resort: %s", got)
 	}
-	if got := rt.deadLetter("a.x", rec("1"), dest{}); got != "db_a.c_x_1_dead" {
+	if got := rt.deadLetter("a.x", nsRecord("1"), dest{}); got != "db_a.c_x_1_dead" {
 		t.Errorf("dead letter: %s", got)
 	}
 }
@@ -73,10 +70,6 @@ func TestRouterOverflow(t *testing.T) {
 // tried again after an error the server may answer otherwise, and given
 // up, with a warning, after a refusal.
 func TestRouterOpensExisting(t *testing.T) {
-	rec := func(ns string) bson.Raw {
-		raw, _ := bson.Marshal(bson.D{{Key: "ns", Value: ns}})
-		return raw
-	}
 	ctx := context.Background()
 	existing := [][2]string{{"db", "c_1"}, {"db", "c_2"}, {"db", "c_3"}}
 	for _, c := range []struct {
@@ -117,10 +110,10 @@ func TestRouterOpensExisting(t *testing.T) {
 			if !c.opened {
 				return
 			}
-			if got := rt.resolve("t", rec("3")); got != (dest{coll: "c_3"}) {
+			if got := rt.resolve("t", nsRecord("3")); got != (dest{coll: "c_3"}) {
 				t.Errorf("a record of the third existing target goes to %+v", got)
 			}
-			if got := rt.resolve("t", rec("9")); got.coll != "c_other" || got.over == 0 {
+			if got := rt.resolve("t", nsRecord("9")); got.coll != "c_other" || got.over == 0 {
 				t.Errorf("a record of a new target beyond the limit goes to %+v, want the overflow target", got)
 			}
 		})
@@ -146,10 +139,6 @@ func (w *warnings) Warnf(f string, args ...any) { w.warned = append(w.warned, fm
 // back to Fluent Bit; the next one lists them again, and writes. No
 // record counts before it is written.
 func TestFlushWaitsForExistingTargets(t *testing.T) {
-	chunk, err := os.ReadFile("../test/testdata/chunk-dummy-3.msgpack")
-	if err != nil {
-		t.Fatal(err)
-	}
 	rt := testRouter(t, "db", "c_$TAG", 10)
 	calls := 0
 	rt.t.Existing = func(context.Context) ([][2]string, error) {
@@ -158,15 +147,7 @@ func TestFlushWaitsForExistingTargets(t *testing.T) {
 		}
 		return nil, nil
 	}
-	s, err := New(Options{
-		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true, Targets: rt.t,
-		MaxInflight: 1, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
-		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
-		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},
-	}, nullStore{}, writer.DefaultRetry, quietLog{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, chunk := testSink(t, func(o *Options) { o.Targets = rt.t })
 	if res := s.Flush(context.Background(), "a", chunk); res.Status != Retry || !errors.Is(res.Err, context.DeadlineExceeded) {
 		t.Fatalf("first flush: %v %v, want Retry after the listing's timeout", res.Status, res.Err)
 	}
