@@ -167,6 +167,7 @@ type Config struct {
 
 	PluginLogLevel LogLevel
 	InstanceName   string // empty: the plugin layer names the instance
+	AgentID        string // empty: the host name (see instance.claimAgent)
 	MetricsListen  string // host:port of the /metrics endpoint; empty: none
 }
 
@@ -375,6 +376,7 @@ var keyTable = []KeyDoc{
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
+	{"agent_id", "", "Names this agent in what it writes, so that only its own resent chunks are recognised (no spaces or `]`); empty means the host name. Give each agent that shares a host name (pods with `hostNetwork`) its own: see Delivery semantics."},
 	{"metrics_listen", "", "`host:port` to serve Prometheus metrics on at `/metrics` (e.g. `127.0.0.1:2021`); outputs naming the same address share it, told apart by the `output` label. Empty: no metrics."},
 }
 
@@ -534,6 +536,7 @@ func (c *Config) settings() [][2]string {
 		{"create_indexes", formatBool(c.CreateIndexes)},
 		{"plugin_log_level", string(c.PluginLogLevel)},
 		{"instance_name", c.InstanceName},
+		{"agent_id", c.AgentID},
 		{"metrics_listen", c.MetricsListen},
 	}
 }

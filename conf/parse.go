@@ -170,7 +170,8 @@ func (r *reader) readRetention(c *Config) {
 // readPlugin reads the plugin's own logging, name and metrics endpoint.
 func (r *reader) readPlugin(c *Config) {
 	c.PluginLogLevel = LogLevel(r.enum("plugin_log_level", string(LogError), string(LogWarn), string(LogInfo), string(LogDebug)))
-	c.InstanceName = r.instanceName("instance_name")
+	c.InstanceName = r.instanceName("instance_name", " (it is printed inside [...] log prefixes)")
+	c.AgentID = r.instanceName("agent_id", "")
 	c.MetricsListen = r.name("metrics_listen", checkListen)
 }
 
@@ -554,14 +555,14 @@ func (r *reader) types(key string) string {
 	return v
 }
 
-func (r *reader) instanceName(key string) string {
+func (r *reader) instanceName(key, why string) string {
 	v, set := r.raw(key)
 	if !set {
 		return ""
 	}
 	for _, c := range v {
 		if unicode.IsSpace(c) || unicode.IsControl(c) || c == ']' {
-			r.invalid(key, v, "must not contain spaces, control characters or ']' (it is printed inside [...] log prefixes)")
+			r.invalid(key, v, "must not contain spaces, control characters or ']'"+why)
 			return ""
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -73,6 +74,7 @@ type Instance struct {
 
 	stats    *metrics.Output
 	endpoint *metrics.Endpoint // nil without metrics_listen
+	slot     *os.File          // holds the agent's slot (see claimAgent); nil when none was taken
 
 	// known: the server's buildInfo was read, through info (under
 	// serverMu); a store that cannot read it leaves info nil.
@@ -114,15 +116,26 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	if err != nil {
 		return nil, err
 	}
+	agent, slot, cerr := claimAgent(cfg)
+	if cerr != nil {
+		log.Warnf("%v: this process's chunks get an identity of their own, so a chunk Fluent Bit resends after a restart is stored again", cerr)
+	}
+	opt.Agent = agent
 	var endpoint *metrics.Endpoint
 	if cfg.MetricsListen != "" {
 		if endpoint, err = metrics.Listen(cfg.MetricsListen); err != nil {
+			if slot != nil {
+				slot.Close()
+			}
 			return nil, &conf.Error{Key: "metrics_listen", Value: cfg.MetricsListen, Reason: "cannot serve metrics there: " + err.Error()}
 		}
 	}
 	closeEndpoint := func() {
 		if endpoint != nil {
 			endpoint.Close()
+		}
+		if slot != nil {
+			slot.Close()
 		}
 	}
 	stats := metrics.For(name)
@@ -149,7 +162,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
-		stats: stats, endpoint: endpoint, keepers: map[string]*layout.Keeper{}}
+		stats: stats, endpoint: endpoint, slot: slot, keepers: map[string]*layout.Keeper{}}
 	in.info, _ = store.(writer.Informer)
 	opt.Setup = in.setup
 	if opt.Targets != nil {
@@ -575,6 +588,9 @@ func (in *Instance) exit() {
 		t.Stored, t.Found, t.Parked, count(t.Retries, "retry"))
 	if in.endpoint != nil {
 		in.endpoint.Close()
+	}
+	if in.slot != nil {
+		in.slot.Close() // the slot is free for this agent's next start
 	}
 }
 

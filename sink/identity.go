@@ -11,7 +11,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
-// A chunk's content is its tag and bytes. Fluent Bit resends a chunk's
+// A chunk's content is its agent, tag and bytes. Fluent Bit resends a chunk's
 // identical bytes after FLB_RETRY and never resends one answered FLB_OK, but
 // two different chunks can hold identical bytes (a line repeated within the
 // resolution of its time). So what a flush stores is named by the content
@@ -23,10 +23,13 @@ import (
 // since the start) is a resend of whatever an earlier process stored of it:
 // the newest generation found in MongoDB, or generation 0 when none is.
 
-// ChunkID names a chunk's content: a hash of its tag and bytes, 24 hex
-// digits.
-func ChunkID(tag string, chunk []byte) string {
+// ChunkID names a chunk's content as agent wrote it: a hash of the agent,
+// the tag and the bytes, 24 hex digits. Another agent's chunk of the same
+// bytes is another content.
+func ChunkID(agent, tag string, chunk []byte) string {
 	h := sha256.New()
+	h.Write([]byte(agent))
+	h.Write([]byte{0})
 	h.Write([]byte(tag))
 	h.Write([]byte{0})
 	h.Write(chunk)

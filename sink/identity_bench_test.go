@@ -17,7 +17,7 @@ func BenchmarkChunkID(b *testing.B) {
 		b.Run(f, func(b *testing.B) {
 			b.SetBytes(int64(len(chunk)))
 			for i := 0; i < b.N; i++ {
-				ChunkID("tag", chunk)
+				ChunkID("", "tag", chunk)
 			}
 		})
 	}

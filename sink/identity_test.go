@@ -6,7 +6,7 @@ import (
 )
 
 func TestGenID(t *testing.T) {
-	id := ChunkID("app", []byte("chunk"))
+	id := ChunkID("", "app", []byte("chunk"))
 	if GenID(id, 0) != id {
 		t.Errorf("generation 0 is %s, want the content id %s", GenID(id, 0), id)
 	}
@@ -21,7 +21,7 @@ func TestGenID(t *testing.T) {
 		}
 		seen[gid] = g
 	}
-	if GenID(id, 1) == GenID(ChunkID("app", []byte("chunk2")), 1) {
+	if GenID(id, 1) == GenID(ChunkID("", "app", []byte("chunk2")), 1) {
 		t.Error("two contents share generation 1's id")
 	}
 }
@@ -62,7 +62,7 @@ func TestContentsMemory(t *testing.T) {
 	before := heapAfterGC()
 	c := newContents(maxContents)
 	for i := 0; i < maxContents; i++ {
-		c.put(ChunkID("app", []byte(fmt.Sprint(i))), occurrence{gen: 1, newest: int64(i)})
+		c.put(ChunkID("", "app", []byte(fmt.Sprint(i))), occurrence{gen: 1, newest: int64(i)})
 	}
 	after := heapAfterGC()
 	per := (int64(after) - int64(before)) / maxContents

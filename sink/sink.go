@@ -35,6 +35,9 @@ type Options struct {
 	IDKey      string
 	IDReplace  bool
 	Idempotent bool
+	// Agent names the agent in every chunk id (see ChunkID): a chunk with
+	// the bytes of one another agent stored is not this agent's resend.
+	Agent string
 	// MaxInflight bounds the write commands the sink has in flight at
 	// once, over all its flushes.
 	MaxInflight int
@@ -184,13 +187,13 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	var content string
 	if s.opt.Mode == ModeFlat {
 		// Flat documents' ids derive from the chunk's id.
-		content = ChunkID(tag, chunk)
+		content = ChunkID(s.opt.Agent, tag, chunk)
 		s.dec.Decode(chunk, s.flatPrefix(content, tag), batch)
 		s.ownIDs(batch)
 	} else {
 		// Bucket entries do not need the chunk id: hash while decoding.
 		ids := make(chan string, 1)
-		go func() { ids <- ChunkID(tag, chunk) }()
+		go func() { ids <- ChunkID(s.opt.Agent, tag, chunk) }()
 		s.dec.Decode(chunk, nil, batch)
 		content = <-ids
 	}

@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,4 +259,60 @@ func (e *env) waitEntries(coll, msg string, want int) bool {
 		}
 	}
 	return false
+}
+
+// Two live agents on one host, one database, collection and tag, flush a
+// chunk of the same bytes (integer times: a forwarder's): both are
+// answered FLB_OK, so both copies are stored. Each agent's chunks are named
+// with its own identity (a slot on the host no other live process holds),
+// so the second agent's chunk is not taken for a resend of the first's.
+// Then agent 1 restarts and Fluent Bit resends its chunk (its
+// acknowledgement lost): the restarted agent takes its slot back and the
+// resend adds nothing; agent 2's next identical chunk is stored.
+func TestDeliveryTwoAgentsSameBytes(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			e := newEnv(t)
+			second := startHost(t)
+			var recs [][]byte
+			for i := range 5 {
+				recs = append(recs, recordAt(t, int64(1748772000), kv{"id", fmt.Sprintf("r%d", i)}, kv{"msg", "same"}))
+			}
+			x := chunkFile(t, t.TempDir(), "x", recs...)
+			props := e.modeProps(mode)
+			e.init("a", props)
+			if rc, err := second.Init("a", props); err != nil || rc != harness.FLBOK {
+				t.Fatalf("init on the second host: rc %d err %v", rc, err)
+			}
+			flush2 := func() {
+				t.Helper()
+				if rc, err := second.Flush("a", "app", x); err != nil || rc != harness.FLBOK {
+					t.Fatalf("flush on the second host: rc %d err %v\n%s", rc, err, second.Stderr())
+				}
+			}
+			want := func(n int, when string) {
+				t.Helper()
+				count, _ := e.storedIDs("logs")
+				for i := range 5 {
+					if id := fmt.Sprintf("r%d", i); count[id] != n {
+						t.Errorf("%s: %s stored %d times, want %d (%v)", when, id, count[id], n, count)
+					}
+				}
+			}
+			e.mustFlush("a", "app", x)
+			flush2()
+			want(2, "after one chunk from each agent")
+			e.exit("a")
+			e.restartHost()
+			e.init("a", props)
+			e.mustFlush("a", "app", x) // agent 1's resend
+			want(2, "after agent 1's resend")
+			flush2()
+			want(3, "after agent 2's second chunk")
+			e.exit("a")
+			if rc, err := second.Exit("a"); err != nil || rc != harness.FLBOK {
+				t.Fatalf("exit on the second host: rc %d err %v", rc, err)
+			}
+		})
+	}
 }
