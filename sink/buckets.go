@@ -39,6 +39,14 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		})
 		return err
 	})
+	if outs == nil && err != nil {
+		// Nothing was written, nothing settled: what earlier attempts
+		// learnt holds, their writes in doubt above all (one may still
+		// apply, at the position it named).
+		maps.Copy(f.limits, f.prev.limits)
+		maps.Copy(f.drops, f.prev.drops)
+		maps.Copy(f.doubts, f.prev.doubts)
+	}
 	for i, o := range outs {
 		res.Stored += o.Stored
 		res.Created += o.Created

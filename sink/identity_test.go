@@ -71,3 +71,29 @@ func TestContentsMemory(t *testing.T) {
 		t.Errorf("%d contents take %d KiB, more than the 4 MiB the README allows", maxContents, total>>10)
 	}
 }
+
+// A full memo forgets the oldest unpinned chunk (a memo holding writes in
+// doubt is pinned), and the oldest when every one is pinned.
+func TestBoundedKeepsPinned(t *testing.T) {
+	b := newBounded[int](3)
+	b.pinned = func(v int) bool { return v < 0 }
+	b.put("a", -1)
+	b.put("b", 2)
+	b.put("c", -3)
+	b.put("d", 4) // forgets b
+	if _, ok := b.get("b"); ok {
+		t.Error("b (unpinned, oldest of those) kept")
+	}
+	for _, id := range []string{"a", "c", "d"} {
+		if _, ok := b.get(id); !ok {
+			t.Errorf("%s forgotten", id)
+		}
+	}
+	b.put("e", 5) // forgets d
+	b.drop("e")
+	b.put("f", -6)
+	b.put("g", -7) // a, c, f pinned: forgets a
+	if _, ok := b.get("a"); ok {
+		t.Error("a kept when all were pinned")
+	}
+}

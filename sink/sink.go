@@ -170,6 +170,8 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	s := &Sink{opt: opt, router: newRouter(opt.Targets), store: store, dec: dec, retry: retry, log: log,
 		unfinished: newBounded[*memo](maxRemembered), flushing: map[string]*chunkLock{},
 		contents: newContents(maxContents)}
+	// A memo holding writes in doubt is the last to go.
+	s.unfinished.pinned = func(m *memo) bool { return len(m.doubts) > 0 }
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, Expiry: opt.Expiry,

@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,9 @@ type groupState struct {
 	count int           // its entries
 	bytes int           // its bytes counter
 	known bool          // seq, count and bytes come from a read or a write
+	// seen: a write into the bucket applied, or a read found it, since
+	// the state was made (a lane's planned position is not seen).
+	seen bool
 	// values are the keep_values values the bucket holds, by field: read
 	// with the bucket's state, so exact whenever the state is.
 	values map[string]map[string]bool
@@ -268,11 +272,16 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 	if err != nil {
 		return nil, err
 	}
-	stored, where, err := b.stored(ctx, chunkID, groups)
+	stored, where, found, err := b.stored(ctx, chunkID, groups)
 	if err != nil {
 		return nil, err
 	}
 	js := jobs(stored)
+	for i := range js {
+		if js[i].Doubts, err = b.inferDoubts(ctx, js[i], found[b.groupKey(js[i].Group)], stored); err != nil {
+			return nil, err // nothing written: the jobs' doubts stand
+		}
+	}
 	ends := make([]int, len(js)) // job i's writes are ws[ends[i-1]:ends[i]]
 	sts := make([]*groupState, len(js))
 	ws := make([]*groupWrite, 0, len(js))
@@ -299,6 +308,55 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 		outs[i] = laneOutcome(ws[from:ends[i]], sts[i])
 	}
 	return outs, err
+}
+
+// inferDoubts adds to j's doubts (an earlier attempt's, known to this
+// process) those the lookup's runs tell of, which matter when this process
+// knows none: after a restart, or when what it knew was lost. The lanes of
+// one write of a group hold its records in order, each lane after the
+// first in a new bucket; so records missing just before a run found at the
+// start of bucket s were a lane into bucket s-1, which may still apply late
+// at the count that bucket holds now (at any other count it cannot). They
+// are written there first, as a doubt: of two writes at one position, one
+// applies. A full bucket s-1 takes no write: none is in doubt there.
+func (b *Buckets) inferDoubts(ctx context.Context, j Job, runs []foundRun, stored map[int]bool) ([]Doubt, error) {
+	out := j.Doubts
+	recs := j.Group.Records
+	known := map[int]bool{}
+	for _, d := range j.Doubts {
+		for _, i := range d.Recs {
+			known[i] = true
+		}
+	}
+	for _, r := range runs {
+		if r.at != 0 || r.seq == 0 || r.first == 0 {
+			continue
+		}
+		var idx []int
+		for i := r.first - 1; i >= 0 && !stored[recs[i].Index] && !known[recs[i].Index]; i-- {
+			idx = append(idx, recs[i].Index)
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		slices.Reverse(idx)
+		doc, err := b.findOne(ctx, j.Group, idFilter(bucketer.BucketID(j.Group.ID, r.seq-1)), Query{Projection: fillProjection})
+		if err != nil {
+			return out, fmt.Errorf("reading bucket %s: %w", bucketer.BucketID(j.Group.ID, r.seq-1), err)
+		}
+		d := Doubt{Seq: r.seq - 1, Recs: idx}
+		if doc != nil {
+			d.Count, d.Bytes = fill(doc)
+		}
+		if d.Count >= b.cfg.MaxRecords {
+			continue
+		}
+		for _, i := range idx {
+			known[i] = true
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // laneWrites appends to dst the writes of job j: first one at the
@@ -405,7 +463,9 @@ func (b *Buckets) doubtWrites(ws []*groupWrite, chunkID string, j Job, st *group
 }
 
 // laneOutcome is what the writes of one job achieved, in one Outcome; the
-// group's state moves to the furthest bucket a write saw.
+// group's state moves to the furthest bucket a write saw (not one a lane
+// only planned: its write may be in doubt, and the next attempt must not
+// plan past it).
 func laneOutcome(ws []*groupWrite, st *groupState) Outcome {
 	var out Outcome
 	far := st
@@ -424,7 +484,7 @@ func laneOutcome(ws []*groupWrite, st *groupState) Outcome {
 			}
 			out.Drops[i] = n
 		}
-		if w.st != st && (w.st.seq > far.seq || w.st.seq == far.seq && w.st.count > far.count) {
+		if w.st != st && w.st.seen && (w.st.seq > far.seq || w.st.seq == far.seq && w.st.count > far.count) {
 			far = w.st
 		}
 	}

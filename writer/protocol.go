@@ -451,6 +451,7 @@ func (m *groupProto) readBucket(doubt bool) action {
 func (m *groupProto) read(r bucketRead) action {
 	st, p := m.st, m.p
 	st.seq, st.count, st.bytes, st.known, st.values = p.seq, 0, 0, true, nil
+	st.seen = true
 	if r.found {
 		st.seq, st.count, st.bytes, st.values = r.seq, r.count, r.bytes, r.values
 	}
@@ -488,7 +489,7 @@ func (m *groupProto) read(r bucketRead) action {
 // stored takes the write of p as applied.
 func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 	st, p := m.st, m.p
-	st.seq, st.count, st.bytes, st.known = p.seq, p.count+p.n, st.bytes+adds, true
+	st.seq, st.count, st.bytes, st.known, st.seen = p.seq, p.count+p.n, st.bytes+adds, true, true
 	st.addValues(vals)
 	m.claims.take(p.seq, p.count)
 	m.out.Stored += p.n

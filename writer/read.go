@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,15 +24,19 @@ import (
 // hold an op element with the chunk's tag. It returns the indexes (in the
 // chunk) of the records found; nil without Idempotent.
 func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, error) {
-	stored, _, err := b.stored(ctx, chunkID, groups)
+	stored, _, _, err := b.stored(ctx, chunkID, groups)
 	return stored, err
 }
 
+// foundRun is a run of a chunk's entries the lookup found: at position at
+// of bucket seq, its first record g.Records[first].
+type foundRun struct{ seq, at, first int }
+
 // stored is Stored, also returning where it found the records: by groupKey,
-// the positions of the runs it claimed.
-func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, map[string]claims, error) {
+// the positions of the runs it claimed, and the runs.
+func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, map[string]claims, map[string][]foundRun, error) {
 	if !b.cfg.Idempotent || len(groups) == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	tag := ChunkTag(chunkID)
 	byColl := map[string][]*bucketer.Group{}
@@ -43,7 +48,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 		}
 		byColl[c] = append(byColl[c], g)
 	}
-	stored, where := map[int]bool{}, map[string]claims{}
+	stored, where, found := map[int]bool{}, map[string]claims{}, map[string][]foundRun{}
 	for _, coll := range colls {
 		gs := byColl[coll]
 		var docs []bson.Raw
@@ -52,7 +57,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 			return err
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
+			return nil, nil, nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
 		}
 		byID := make(map[string]*bucketer.Group, len(gs))
 		for _, g := range gs {
@@ -86,11 +91,12 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 						where[k] = claims{}
 					}
 					where[k].take(seq, r.at)
+					found[k] = append(found[k], foundRun{seq: seq, at: r.at, first: slices.Min(idx)})
 				}
 			}
 		}
 	}
-	return stored, where, nil
+	return stored, where, found, nil
 }
 
 // storedFilter selects the buckets of gs (by key, and start when windowed)
