@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -88,6 +89,28 @@ type StoredDoc struct {
 	ID         json.RawMessage `json:"id"`              // its _id, canonical extended JSON
 	Count      int64           `json:"count,omitempty"` // a bucket's count when exported
 	Forced     bool            `json:"forced,omitempty"`
+	// Digest is the sha256 of what the document held when exported (see
+	// digest): Prune deletes it only while it holds the same.
+	Digest string `json:"digest"`
+}
+
+// digest names what a document holds, as Prune compares it with what was
+// exported: a bucket's count, ops and entries (a bucket re-created with
+// the same _id and count by a later chunk has other ops and entries), a
+// flat document's bytes.
+func digest(d bson.Raw, flat bool) string {
+	h := sha256.New()
+	if flat {
+		h.Write(d)
+	} else {
+		h.Write([]byte(strconv.FormatInt(d.Lookup(model.Count).AsInt64(), 10)))
+		for _, f := range []string{model.Ops, model.Logs} {
+			v := d.Lookup(f)
+			h.Write([]byte{0, byte(v.Type)})
+			h.Write(v.Value)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // ExportCheck refuses what Export would refuse of opt without reading
@@ -422,6 +445,7 @@ func (r *Reader) exportDocs(ctx context.Context, opt ExportOptions, at, end time
 					return nil, err
 				}
 			}
+			stored.Digest = digest(d, flat)
 			m.Buckets++
 			m.Stored = append(m.Stored, stored)
 		}
@@ -499,9 +523,11 @@ func (r *Reader) writeRecords(w *windowWriter, d bson.Raw, entries []bson.RawVal
 }
 
 // pruneWindow deletes, with Prune, the documents m lists once its file is
-// re-read and matches m: a bucket only while it holds the count it was
-// exported with, never one verify found wrong, at opt.Rate documents a
-// second. Buckets that changed since are kept and reported.
+// re-read and matches m: a document only while it holds what was exported
+// (its digest; a bucket also its count and ops, checked by the delete
+// itself), never one verify found wrong, at opt.Rate documents a second.
+// Documents that changed since, or were re-created with the same _id, are
+// kept and reported.
 func (r *Reader) pruneWindow(ctx context.Context, opt ExportOptions, file string, m *Manifest, res *Exported) error {
 	if !opt.Prune {
 		return nil
@@ -514,31 +540,26 @@ func (r *Reader) pruneWindow(ctx context.Context, opt ExportOptions, file string
 	batch := max(min(opt.Rate, 1000), 1)
 	byColl := map[string][]StoredDoc{}
 	for _, d := range m.Stored {
-		if !d.Forced {
+		if !d.Forced && d.Digest != "" {
 			byColl[d.Collection] = append(byColl[d.Collection], d)
 		}
 	}
+	flat := r.Cfg.Mode == conf.ModeFlat
 	for coll, docs := range byColl {
 		for len(docs) > 0 {
 			part := docs[:min(batch, len(docs))]
 			docs = docs[len(part):]
-			var or bson.A
-			for _, d := range part {
-				id, err := idValue(d.ID)
-				if err != nil {
-					return fmt.Errorf("%s: id %s: %v", m.File, d.ID, err)
-				}
-				f := bson.D{{Key: model.ID, Value: id}}
-				if r.Cfg.Mode != conf.ModeFlat {
-					f = append(f, bson.E{Key: model.Count, Value: d.Count})
-				}
-				or = append(or, f)
-			}
-			del, err := r.DB.Collection(coll).DeleteMany(ctx, bson.D{{Key: "$or", Value: or}})
+			or, err := r.unchanged(ctx, coll, part, flat)
 			if err != nil {
-				return fmt.Errorf("deleting from %s: %w", coll, err)
+				return fmt.Errorf("%s: %w", m.File, err)
 			}
-			res.Deleted += del.DeletedCount
+			if len(or) > 0 {
+				del, err := r.DB.Collection(coll).DeleteMany(ctx, bson.D{{Key: "$or", Value: or}})
+				if err != nil {
+					return fmt.Errorf("deleting from %s: %w", coll, err)
+				}
+				res.Deleted += del.DeletedCount
+			}
 			done += int64(len(part))
 			if err := pace(ctx, start, done, opt.Rate); err != nil {
 				return err
@@ -546,6 +567,47 @@ func (r *Reader) pruneWindow(ctx context.Context, opt ExportOptions, file string
 		}
 	}
 	return r.keptAfterPrune(ctx, opt, m, res)
+}
+
+// unchanged reads the documents of docs from coll and returns a delete
+// filter for each that holds what was exported: by _id, and for a bucket
+// its count and ops too, so that a write applied after the read keeps it.
+func (r *Reader) unchanged(ctx context.Context, coll string, docs []StoredDoc, flat bool) (bson.A, error) {
+	want := map[string]string{} // _id as extended JSON -> digest
+	var ids bson.A
+	for _, d := range docs {
+		id, err := idValue(d.ID)
+		if err != nil {
+			return nil, fmt.Errorf("id %s: %v", d.ID, err)
+		}
+		ids = append(ids, id)
+		want[string(d.ID)] = d.Digest
+	}
+	cur, err := r.DB.Collection(coll).Find(ctx, bson.D{{Key: model.ID, Value: bson.D{{Key: "$in", Value: ids}}}})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", coll, err)
+	}
+	defer cur.Close(ctx)
+	var or bson.A
+	for cur.Next(ctx) {
+		d := cur.Current
+		id, err := idJSON(d.Lookup(model.ID))
+		if err != nil || want[string(id)] != digest(d, flat) {
+			continue
+		}
+		f := bson.D{{Key: model.ID, Value: d.Lookup(model.ID)}}
+		if !flat {
+			f = append(f, bson.E{Key: model.Count, Value: d.Lookup(model.Count)})
+			if ops := d.Lookup(model.Ops); ops.Type == bson.TypeArray {
+				f = append(f, bson.E{Key: model.Ops, Value: ops})
+			}
+		}
+		or = append(or, f)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", coll, err)
+	}
+	return or, nil
 }
 
 // keptAfterPrune reports the documents of m still stored after Prune:
@@ -560,7 +622,7 @@ func (r *Reader) keptAfterPrune(ctx context.Context, opt ExportOptions, m *Manif
 			continue
 		}
 		res.Kept += n
-		opt.Report(fmt.Sprintf("kept %d documents of %s in %s: they changed since %s was written (their count differs), so some of their records are in no file; "+
+		opt.Report(fmt.Sprintf("kept %d documents of %s in %s: they changed since %s was written (or were made again with the same _id), so some of their records are in no file; "+
 			"export the window into another --dir to take them", n, m.From.Format(time.RFC3339), coll, m.File))
 	}
 	return nil

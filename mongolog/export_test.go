@@ -291,6 +291,29 @@ func TestExportPruneKeepsAChangedBucket(t *testing.T) {
 	}
 }
 
+// A window exported and pruned; a late chunk then makes a bucket of it
+// again, with the same _id and count (1) and other entries: exporting the
+// window again keeps that bucket (its records are in no file) and says so.
+func TestExportPruneKeepsABucketMadeAgain(t *testing.T) {
+	db := testDB(t)
+	k, day := exportData(t, db)
+	opt := ExportOptions{From: day, To: day.Add(time.Hour), Step: time.Hour, Dir: t.TempDir(), Prune: true, Rate: 100000}
+	if res, lines, err := export(t, k, opt); err != nil || res.Written != 1 || res.Deleted != 20 {
+		t.Fatalf("export --prune: %+v, %v\n%s", res, err, strings.Join(lines, "\n"))
+	}
+	store(t, k, 1, rec{day, `{"app":"a","level":"info","i":1000}`})
+	if n := count(t, db, "logs", bson.D{}); n != 41 {
+		t.Fatalf("%d buckets after the late chunk, want 41", n)
+	}
+	res, lines, err := export(t, k, opt)
+	if err != nil || res.Skipped != 1 || res.Deleted != 0 || res.Kept != 1 || len(lines) != 1 || !strings.Contains(lines[0], "kept 1 documents") {
+		t.Errorf("export --prune again: %+v, %v\n%s", res, err, strings.Join(lines, "\n"))
+	}
+	if n := count(t, db, "logs", bson.D{}); n != 41 {
+		t.Errorf("%d buckets left, want 41: the late bucket was deleted", n)
+	}
+}
+
 // waitLine reads r until a line holding sub; false when r ends first.
 func waitLine(r io.Reader, sub string) bool {
 	sc := bufio.NewScanner(r)
