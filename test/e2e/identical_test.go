@@ -9,8 +9,10 @@ package e2e
 // restart, is a resend.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -312,6 +314,215 @@ func TestDeliveryTwoAgentsSameBytes(t *testing.T) {
 			e.exit("a")
 			if rc, err := second.Exit("a"); err != nil || rc != harness.FLBOK {
 				t.Fatalf("exit on the second host: rc %d err %v", rc, err)
+			}
+		})
+	}
+}
+
+// Two agents, two workers each, flush identical chunks (20 records of one
+// integer time) round after round while the connections of both are cut
+// at random; every chunk answered FLB_RETRY is sent again until answered
+// FLB_OK, as Fluent Bit does. Each record is then stored exactly as many
+// times as FLB_OK was answered, and nothing is parked.
+func TestDeliveryTwoAgentsIdenticalChunksChaos(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			const rounds = 3
+			e := newEnv(t)
+			hosts := []*harness.Host{e.host, startHost(t)}
+			var recs [][]byte
+			for i := range 20 {
+				recs = append(recs, recordAt(t, int64(1748772000), kv{"id", fmt.Sprintf("r%d", i)}, kv{"msg", "same"}))
+			}
+			x := chunkFile(t, t.TempDir(), "x", recs...)
+			proxies := make([]*cutter, len(hosts))
+			for i, h := range hosts {
+				proxies[i] = proxyFor(t, e)
+				props := e.modeProps(mode, "bucket_max_records", "7")
+				props["uri"], props["flush_timeout"], props["connect_timeout"] = proxies[i].uri(), "2s", "1s"
+				if rc, err := h.Init("a", props); err != nil || rc != harness.FLBOK {
+					t.Fatalf("init: rc %d err %v", rc, err)
+				}
+			}
+			stop := make(chan struct{})
+			chaos := make(chan struct{})
+			go func() {
+				defer close(chaos)
+				rng := rand.New(rand.NewPCG(1, 2))
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Duration(20+rng.IntN(100)) * time.Millisecond):
+						proxies[rng.IntN(len(proxies))].cut()
+					}
+				}
+			}()
+			oks, retries := make([]int, len(hosts)), make([]int, len(hosts))
+			errs := make(chan error, len(hosts))
+			for i, h := range hosts {
+				go func() {
+					for range rounds {
+						rcs, err := h.FlushConcurrent("a", "app", []string{x, x})
+						if err != nil {
+							errs <- err
+							return
+						}
+						for _, rc := range rcs {
+							for tries := 0; rc != harness.FLBOK; tries++ {
+								if tries == 100 {
+									errs <- fmt.Errorf("host %d: a chunk retried 100 times", i)
+									return
+								}
+								retries[i]++
+								if rc, err = h.Flush("a", "app", x); err != nil {
+									errs <- err
+									return
+								}
+							}
+							oks[i]++
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range hosts {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			close(stop)
+			<-chaos
+			for _, h := range hosts {
+				if rc, err := h.Exit("a"); err != nil || rc != harness.FLBOK {
+					t.Fatalf("exit: rc %d err %v", rc, err)
+				}
+			}
+			want := oks[0] + oks[1]
+			t.Logf("FLB_OK %v, FLB_RETRY %v", oks, retries)
+			count, _ := e.storedIDs("logs")
+			for i := range 20 {
+				if id := fmt.Sprintf("r%d", i); count[id] != want {
+					t.Errorf("%s stored %d times, want %d (FLB_OK answered %d + %d times)", id, count[id], want, oks[0], oks[1])
+				}
+			}
+			if dead := e.all("logs_dead"); len(dead) != 0 {
+				t.Errorf("%d records parked, want none: %v", len(dead), dead[0])
+			}
+		})
+	}
+}
+
+// writes picks every write command.
+func writes(msg []byte) bool {
+	for _, cmd := range []string{"update", "insert", "findAndModify", "delete"} {
+		if bytes.Contains(msg, []byte("\x02"+cmd+"\x00")) {
+			return true
+		}
+	}
+	return false
+}
+
+// As above, but the network holds one write in four and delivers it late,
+// after later attempts of its chunk (or later chunks) wrote: the plugin
+// learns no outcome of a held write, and of a late write and the one that
+// repeats it only one may apply.
+func TestDeliveryTwoAgentsIdenticalChunksHeldWrites(t *testing.T) {
+	for _, mode := range deliveryModes {
+		t.Run(mode, func(t *testing.T) {
+			const rounds = 3
+			seed := uint64(time.Now().UnixNano())
+			t.Logf("seed %d", seed)
+			e := newEnv(t)
+			hosts := []*harness.Host{e.host, startHost(t)}
+			var recs [][]byte
+			for i := range 20 {
+				recs = append(recs, recordAt(t, int64(1748772000), kv{"id", fmt.Sprintf("r%d", i)}, kv{"msg", "same"}))
+			}
+			x := chunkFile(t, t.TempDir(), "x", recs...)
+			hold := holdFor(t, e)
+			rng := rand.New(rand.NewPCG(seed, 7)) // used by pick, under the proxy's lock
+			hold.Arm(func(msg []byte) bool { return writes(msg) && rng.IntN(4) == 0 })
+			for _, h := range hosts {
+				props := e.modeProps(mode, "bucket_max_records", "7", "write_batch", "2")
+				props["uri"], props["flush_timeout"], props["connect_timeout"] = "mongodb://"+hold.Addr()+"/", "2s", "1s"
+				if rc, err := h.Init("a", props); err != nil || rc != harness.FLBOK {
+					t.Fatalf("init: rc %d err %v", rc, err)
+				}
+			}
+			stop := make(chan struct{})
+			released := make(chan int)
+			go func() {
+				n := 0
+				defer func() { released <- n }()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(200 * time.Millisecond):
+						if k := hold.Held(); k > 0 && hold.Release() == nil {
+							n += k
+						}
+					}
+				}
+			}()
+			oks, retries := make([]int, len(hosts)), make([]int, len(hosts))
+			errs := make(chan error, len(hosts))
+			for i, h := range hosts {
+				go func() {
+					for range rounds {
+						rcs, err := h.FlushConcurrent("a", "app", []string{x, x})
+						if err != nil {
+							errs <- err
+							return
+						}
+						for _, rc := range rcs {
+							for tries := 0; rc != harness.FLBOK; tries++ {
+								if tries == 100 {
+									errs <- fmt.Errorf("host %d: a chunk retried 100 times", i)
+									return
+								}
+								retries[i]++
+								if rc, err = h.Flush("a", "app", x); err != nil {
+									errs <- err
+									return
+								}
+							}
+							oks[i]++
+						}
+					}
+					errs <- nil
+				}()
+			}
+			for range hosts {
+				if err := <-errs; err != nil {
+					t.Error(err)
+				}
+			}
+			close(stop)
+			n := <-released
+			hold.Disarm()
+			if k := hold.Held(); k > 0 {
+				if err := hold.Release(); err != nil {
+					t.Fatalf("delivering %d held writes: %v", k, err)
+				}
+				n += k
+			}
+			for _, h := range hosts {
+				if rc, err := h.Exit("a"); err != nil || rc != harness.FLBOK {
+					t.Fatalf("exit: rc %d err %v", rc, err)
+				}
+			}
+			want := oks[0] + oks[1]
+			t.Logf("FLB_OK %v, FLB_RETRY %v, %d writes held and delivered late", oks, retries, n)
+			count, _ := e.storedIDs("logs")
+			for i := range 20 {
+				if id := fmt.Sprintf("r%d", i); count[id] != want {
+					t.Errorf("%s stored %d times, want %d", id, count[id], want)
+				}
+			}
+			if dead := e.all("logs_dead"); len(dead) != 0 {
+				t.Errorf("%d records parked, want none: %v", len(dead), dead[0])
 			}
 		})
 	}

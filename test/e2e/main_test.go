@@ -84,9 +84,10 @@ func newDBEnv(t *testing.T) *env {
 	return &env{t: t, srv: srv, dbName: name, db: srv.Client(t).Database(name)}
 }
 
-func startHost(t *testing.T) *harness.Host {
+// startHost starts a host process, its environment this one's plus env.
+func startHost(t *testing.T, env ...string) *harness.Host {
 	t.Helper()
-	h, err := harness.Start(hostPath, soPath)
+	h, err := harness.Start(hostPath, soPath, env...)
 	if err != nil {
 		t.Fatal(err)
 	}

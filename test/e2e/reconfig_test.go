@@ -35,6 +35,7 @@ var reconfigs = []struct {
 	{"keep_metadata", "on", true, false},
 	{"parser", "json", true, false},
 	{"idempotent", "off", true, false},
+	{"agent_id", "another", true, true},
 	// Settings that change neither: the resend adds nothing.
 	{"stats", "cost", false, false},
 	{"count_by", "level", false, false},

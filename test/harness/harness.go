@@ -120,14 +120,17 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 }
 
-// Start runs the fbhost binary bin with the plugin so. Nothing is loaded
-// until Register.
-func Start(bin, so string) (*Host, error) {
+// Start runs the fbhost binary bin with the plugin so, in this process's
+// environment plus env ("KEY=value"). Nothing is loaded until Register.
+func Start(bin, so string, env ...string) (*Host, error) {
 	h := &Host{
 		Timeout: DefaultTimeout,
 		cmd:     exec.Command(bin, so),
 		lines:   make(chan string, 16),
 		done:    make(chan struct{}),
+	}
+	if len(env) > 0 {
+		h.cmd.Env = append(os.Environ(), env...)
 	}
 	h.cmd.Stdout = &lineWriter{lines: h.lines}
 	h.cmd.Stderr = &h.log
