@@ -318,7 +318,8 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 // start of bucket s were a lane into bucket s-1, which may still apply late
 // at the count that bucket holds now (at any other count it cannot). They
 // are written there first, as a doubt: of two writes at one position, one
-// applies. A full bucket s-1 takes no write: none is in doubt there.
+// applies. A bucket s-1 they do not all fit in takes no write: the lane
+// that held them, one write, cannot apply there.
 func (b *Buckets) inferDoubts(ctx context.Context, j Job, runs []foundRun, stored map[int]bool) ([]Doubt, error) {
 	out := j.Doubts
 	recs := j.Group.Records
@@ -333,8 +334,10 @@ func (b *Buckets) inferDoubts(ctx context.Context, j Job, runs []foundRun, store
 			continue
 		}
 		var idx []int
-		for i := r.first - 1; i >= 0 && !stored[recs[i].Index] && !known[recs[i].Index]; i-- {
-			idx = append(idx, recs[i].Index)
+		start := r.first
+		for start > 0 && !stored[recs[start-1].Index] && !known[recs[start-1].Index] {
+			start--
+			idx = append(idx, recs[start].Index)
 		}
 		if len(idx) == 0 {
 			continue
@@ -348,7 +351,9 @@ func (b *Buckets) inferDoubts(ctx context.Context, j Job, runs []foundRun, store
 		if doc != nil {
 			d.Count, d.Bytes = fill(doc)
 		}
-		if d.Count >= b.cfg.MaxRecords {
+		if b.sizing(j.Group).fit(recs[start:r.first], d.Count, d.Bytes, 0) < len(idx) {
+			// Full, or the records do not all fit: the lane that held
+			// them, one write, cannot apply at the position it holds now.
 			continue
 		}
 		for _, i := range idx {
