@@ -100,3 +100,44 @@ func TestPruneRefusesABadConditionFirst(t *testing.T) {
 		t.Errorf("prune --dry-run device=abc123: exit %d\n%s", code, out)
 	}
 }
+
+// A window exported and pruned; a late chunk, flushed by a restarted
+// agent through the plugin, makes its bucket again: the same _id and the
+// same count (bucket_max_records), other records. Exporting the window
+// again keeps that bucket, names it and exits 1: its records are in no
+// file.
+func TestCLIExportPruneKeepsABucketMadeAgain(t *testing.T) {
+	e := newEnv(t)
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -2)
+	props := e.props("bucket_max_records", "5")
+	chunk := func(name string) string {
+		var recs [][]byte
+		for i := range 5 {
+			recs = append(recs, record(t, day.Add(time.Duration(i)*time.Second), kv{"id", fmt.Sprintf("%s%d", name, i)}, kv{"msg", "m"}))
+		}
+		return chunkFile(t, t.TempDir(), name, recs...)
+	}
+	e.init("a", props)
+	e.mustFlush("a", "app", chunk("p"))
+	e.exit("a")
+	args := append([]string{"export", "--from", day.Format("2006-01-02"), "--to", day.AddDate(0, 0, 1).Format("2006-01-02"),
+		"--dir", t.TempDir(), "--prune"}, e.target("logs")...)
+	if out, errOut, code := runMongolog(t, "", nil, args...); code != 0 || !strings.Contains(out, "deleted 1 documents, 0 kept") {
+		t.Fatalf("export --prune: exit %d\n%s\nstderr: %s", code, out, errOut)
+	}
+	e.restartHost()
+	e.init("a", props)
+	e.mustFlush("a", "app", chunk("late"))
+	e.exit("a")
+	docs := e.all("logs")
+	if len(docs) != 1 || docs[0].Lookup("count").AsInt64() != 5 {
+		t.Fatalf("after the late chunk: %d buckets, want 1 of 5 entries", len(docs))
+	}
+	out, errOut, code := runMongolog(t, "", nil, args...)
+	if code != 1 || !strings.Contains(out, "deleted 0 documents, 1 kept") {
+		t.Errorf("export --prune again: exit %d, want 1\n%s\nstderr: %s", code, out, errOut)
+	}
+	if count, _ := e.storedIDs("logs"); len(count) != 5 {
+		t.Errorf("the late chunk's records left: %v, want late0-late4", count)
+	}
+}
