@@ -163,7 +163,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		if ferr != nil {
 			err, suspect, answers = ferr, false, false
 		}
-		next := ins.sortOut(pending, stored, poison, &refused)
+		next := ins.sortOut(pending, stored, poison, ins.existedBefore(err, pending), &refused)
 		progress := len(next) < len(pending)
 		pending = next
 		switch {
@@ -229,12 +229,37 @@ func (ins *inserter) suspect(ctx context.Context, err error, pending []int, netE
 	return (*netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && ins.store.Ping(ctx) == nil, false
 }
 
-// sortOut counts the documents of pending already stored, adds those
-// refused to refused, and returns the rest, to try again.
-func (ins *inserter) sortOut(pending []int, stored map[int]bool, poison map[int]string, refused *[]Refused) []int {
+// existedBefore is, when the server answered the insert of pending with
+// err, the documents it named as existing already (DuplicateKey): the
+// others found stored after it are this insert's. nil when it did not
+// answer (a lost reply): every document found stored then counts as
+// existing, the insert's own included.
+func (ins *inserter) existedBefore(err error, pending []int) map[int]bool {
+	var bwe mongo.BulkWriteException
+	if ins.replace || !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+		return nil
+	}
+	dup := map[int]bool{}
+	for _, we := range bwe.WriteErrors {
+		if we.Index < 0 || we.Index >= len(pending) {
+			return nil // not an answer about these statements
+		}
+		if Classify(we) == Duplicate {
+			dup[pending[we.Index]] = true
+		}
+	}
+	return dup
+}
+
+// sortOut counts the documents of pending already stored (of those, with
+// before, the ones it names), adds those refused to refused, and returns
+// the rest, to try again.
+func (ins *inserter) sortOut(pending []int, stored map[int]bool, poison map[int]string, before map[int]bool, refused *[]Refused) []int {
 	next := pending[:0:0]
 	for _, p := range pending {
 		switch {
+		case stored[p] && before != nil && !before[p]:
+			// Written by the insert just answered.
 		case stored[p]:
 			ins.existed++
 		case poison[p] != "":

@@ -332,3 +332,38 @@ func TestIDKeyRecordServerChokesOn(t *testing.T) {
 		})
 	}
 }
+
+// With keep, a record counts as already stored only when its event was
+// there before: an insert refused for some events counts the others, which
+// it wrote, as stored. Event a3 stored, then a3-a6 sent: 3 stored, 1 found.
+// In a fresh collection, 11 records: 5 events, 3 repeats of them within
+// the chunk and 3 values that cannot be an _id: 5 stored, 3 found, 3 parked.
+func TestIDKeyKeepCounts(t *testing.T) {
+	e := newDBEnv(t)
+	at := time.Date(2025, 6, 1, 10, 0, 0, 0, time.UTC)
+	opt := modeSinkOptions("flat")
+	opt.IDKey = "eid"
+	s := e.newSink(opt, e.store(), fastRetry)
+	ev := func(ids ...any) []byte {
+		var recs [][]byte
+		for i, id := range ids {
+			recs = append(recs, evRecord(t, at, id, fmt.Sprint("v", i)))
+		}
+		return join(recs)
+	}
+	if res := flushSink(t, s, "app", ev("a3"), sink.Done); res.Stored != 1 {
+		t.Fatalf("a3: %d stored, want 1", res.Stored)
+	}
+	if res := flushSink(t, s, "app", ev("a3", "a4", "a5", "a6"), sink.Done); res.Stored != 3 || res.Found != 1 {
+		t.Errorf("a3-a6 with a3 stored: %d stored, %d found, want 3 and 1", res.Stored, res.Found)
+	}
+	opt.Collection = "fresh"
+	s = e.newSink(opt, e.store(), fastRetry)
+	res := flushSink(t, s, "app", ev("b1", "b2", true, "b1", "b3", 1.5, "b2", "b4", "", "b5", "b1"), sink.Done)
+	if res.Stored != 5 || res.Found != 3 || res.Parked != 3 {
+		t.Errorf("11 records, 5 events: %d stored, %d found, %d parked, want 5, 3 and 3", res.Stored, res.Found, res.Parked)
+	}
+	if n := len(e.all("fresh")); n != 5 {
+		t.Errorf("%d documents, want 5", n)
+	}
+}
