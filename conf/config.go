@@ -376,7 +376,7 @@ var keyTable = []KeyDoc{
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
-	{"agent_id", "", "Names this agent in what it writes, so that only its own resent chunks are recognised (no spaces or `]`); empty means the host name. Give each agent that shares a host name (pods with `hostNetwork`) its own: see Delivery semantics."},
+	{"agent_id", "", "Names this agent in what it writes, so that only its own resent chunks are recognised (no spaces or `]`); empty means the host name. Give each agent its own where agents share a host name but not `$TMPDIR` (containers with the host's network), where agents of one output on one host may restart at once, and where the host name changes across restarts (a DaemonSet's pods): see Delivery semantics."},
 	{"metrics_listen", "", "`host:port` to serve Prometheus metrics on at `/metrics` (e.g. `127.0.0.1:2021`); outputs naming the same address share it, told apart by the `output` label. Empty: no metrics."},
 }
 
