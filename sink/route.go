@@ -2,6 +2,7 @@ package sink
 
 import (
 	"fmt"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -112,10 +113,10 @@ func (s *Sink) dests(tag string, b *parser.Batch, res *Result) *routes {
 		return dests
 	}
 	res.Overflowed = over
-	if n := s.router.overflowed(over, s.opt.Now()); n > 0 {
-		s.log.Warnf("%d records went to an overflow target since the last report: their own target would be a new one beyond target_limit %d "+
+	if n, where := s.router.overflowed(over, dests, s.opt.Now()); n > 0 {
+		s.log.Warnf("%d records went to an overflow target since the last report (%s): their own target would be a new one beyond target_limit %d "+
 			"(their record placeholders are replaced by target_overflow %q); raise target_limit, or template fewer distinct values",
-			n, s.opt.Targets.Limit, s.opt.Targets.Overflow)
+			n, strings.Join(where, ", "), s.opt.Targets.Limit, s.opt.Targets.Overflow)
 	}
 	return dests
 }

@@ -3,6 +3,7 @@ package sink
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,9 @@ type Targets struct {
 // are reported.
 const overflowWarnEvery = time.Minute
 
+// maxWhere bounds the overflow targets a warning names.
+const maxWhere = 3
+
 // router resolves targets. It is safe for concurrent use.
 type router struct {
 	t        *Targets
@@ -51,7 +55,8 @@ type router struct {
 	overflow *target.Set // the overflow targets
 
 	mu       sync.Mutex
-	over     int64 // records sent to an overflow target since the last warning
+	over     int64    // records sent to an overflow target since the last warning
+	where    []string // some of the overflow targets they went to (maxWhere)
 	lastWarn time.Time
 
 	openMu sync.Mutex  // held while Existing runs
@@ -82,10 +87,16 @@ func (rt *router) openExisting(ctx context.Context, log Logger) error {
 	pairs, err := rt.t.Existing(ctx)
 	switch {
 	case err == nil:
-		// Existing overflow targets count towards their own bound too;
-		// which ones they are the names do not tell, so all count.
+		// Existing overflow targets count towards their own bound too:
+		// those whose record placeholders read target_overflow.
 		rt.set.Open(pairs)
-		rt.overflow.Open(pairs)
+		var over [][2]string
+		for _, p := range pairs {
+			if rt.t.Target.MatchesOverflow(p[0], p[1], rt.t.Overflow) {
+				over = append(over, p)
+			}
+		}
+		rt.overflow.Open(over)
 		log.Infof("%d targets exist already: open from the start, counted towards target_limit %d", len(pairs), rt.t.Limit)
 	case errclass.Of(err).Passing():
 		return fmt.Errorf("listing the targets that exist already: %w", err)
@@ -122,7 +133,7 @@ func (rt *router) resolve(tag string, rec bson.Raw) dest {
 	if rt.overflow.Admit(db, coll) {
 		return dest{coll: rt.name(db, coll), over: 1}
 	}
-	db, coll = rt.t.Target.Overflowed(rt.t.Overflow, rt.t.Overflow)
+	db, coll = rt.t.Target.OverflowedAll(rt.t.Overflow)
 	return dest{coll: rt.name(db, coll), over: 2}
 }
 
@@ -138,7 +149,7 @@ func (rt *router) deadLetter(tag string, rec bson.Raw, d dest) string {
 	case 1:
 		db, coll = t.Overflowed(tag, rt.t.Overflow)
 	default:
-		db, coll = t.Overflowed(rt.t.Overflow, rt.t.Overflow)
+		db, coll = t.OverflowedAll(rt.t.Overflow)
 	}
 	return rt.name(db, coll)
 }
@@ -195,17 +206,23 @@ func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over int) {
 	return r, over
 }
 
-// overflowed counts n records sent to an overflow target and returns, at
-// most once per overflowWarnEvery, how many were since it last did (0:
-// nothing to say yet).
-func (rt *router) overflowed(n int, now time.Time) int64 {
+// overflowed counts n records sent to overflow targets (some of them in
+// r) and returns, at most once per overflowWarnEvery, how many were since
+// it last did (0: nothing to say yet) and the names of some of the
+// targets they went to.
+func (rt *router) overflowed(n int, r *routes, now time.Time) (int64, []string) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.over += int64(n)
-	if rt.over == 0 || now.Sub(rt.lastWarn) < overflowWarnEvery {
-		return 0
+	for _, d := range r.table {
+		if d.over > 0 && len(rt.where) < maxWhere && !slices.Contains(rt.where, d.coll) {
+			rt.where = append(rt.where, d.coll)
+		}
 	}
-	n64 := rt.over
-	rt.over, rt.lastWarn = 0, now
-	return n64
+	if rt.over == 0 || now.Sub(rt.lastWarn) < overflowWarnEvery {
+		return 0, nil
+	}
+	n64, where := rt.over, rt.where
+	rt.over, rt.where, rt.lastWarn = 0, nil, now
+	return n64, where
 }

@@ -50,14 +50,14 @@ func TestRouterOverflow(t *testing.T) {
 		{"a.x", "1", dest{coll: "db_a.c_x_1"}},
 		{"a.x", "3", dest{coll: "db_a.c_x_other", over: 1}},
 		{"a.y", "3", dest{coll: "db_a.c_y_other", over: 1}}, // the overflow limit
-		{"b.z", "5", dest{coll: "db_other.c_unknown_other", over: 2}},
+		{"b.z", "5", dest{coll: "db_other.c_other_other", over: 2}},
 		{"a.x", "4", dest{coll: "db_a.c_x_other", over: 1}},
 	} {
 		if got := rt.resolve(c.tag, nsRecord(c.ns)); got != c.want {
 			t.Errorf("%s %s: %+v, want %+v", c.tag, c.ns, got, c.want)
 		}
 	}
-	if got := rt.deadLetter("a.y", nsRecord("3"), dest{over: 2}); got != "db_other.c_unknown_other_dead" {
+	if got := rt.deadLetter("a.y", nsRecord("3"), dest{over: 2}); got != "db_other.c_other_other_dead" {
 		t.Errorf("dead letter of the last resort: %s", got)
 	}
 	if got := rt.deadLetter("a.x", nsRecord("1"), dest{}); got != "db_a.c_x_1_dead" {
@@ -117,6 +117,28 @@ func TestRouterOpensExisting(t *testing.T) {
 				t.Errorf("a record of a new target beyond the limit goes to %+v, want the overflow target", got)
 			}
 		})
+	}
+}
+
+// Targets that exist already fill the limit, but of them only those whose
+// record placeholders read target_overflow count towards the overflow
+// targets' bound: a record of a new target goes to its tag's overflow
+// target, not to the last resort.
+func TestRouterExistingTargetsLeaveOverflowRoom(t *testing.T) {
+	rt := testRouter(t, "k8s_$TAG[1]", "logs_$ns", 5)
+	var existing [][2]string
+	for _, ns := range []string{"a", "b", "c", "d", "e", "other"} {
+		existing = append(existing, [2]string{"k8s_prod", "logs_" + ns})
+	}
+	rt.t.Existing = func(context.Context) ([][2]string, error) { return existing, nil }
+	if err := rt.openExisting(context.Background(), quietLog{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rt.overflow.Len(); n != 1 {
+		t.Errorf("%d existing overflow targets, want 1 (k8s_prod.logs_other)", n)
+	}
+	if got := rt.resolve("kube.ovf", nsRecord("x")); got != (dest{coll: "k8s_ovf.logs_other", over: 1}) {
+		t.Errorf("a record of tag kube.ovf beyond the limit goes to %+v, want k8s_ovf.logs_other", got)
 	}
 }
 

@@ -79,3 +79,36 @@ func isHex(s string) bool {
 	}
 	return true
 }
+
+// MatchesOverflow reports whether name is one Overflowed can give: as
+// Matches, but every record placeholder stands for overflow ("" means
+// DefaultOverflow) made safe as a value is, and only tag placeholders for
+// any value.
+func (t *Template) MatchesOverflow(name, overflow string) bool {
+	if overflow == "" {
+		overflow = DefaultOverflow
+	}
+	m := &safeValue
+	if t.kind == Database {
+		m = &safeLower
+	}
+	safe := []byte(overflow)
+	for i, c := range safe {
+		safe[i] = m[c]
+	}
+	o := *t
+	o.parts = make([]part, len(t.parts))
+	for i, p := range t.parts {
+		if p.kind == field {
+			p = part{kind: literal, text: string(safe)}
+		}
+		o.parts[i] = p
+	}
+	return o.Matches(name)
+}
+
+// MatchesOverflow reports whether (db, coll) is an overflow target
+// Overflowed or OverflowedAll can give (see Template.MatchesOverflow).
+func (t Target) MatchesOverflow(db, coll, overflow string) bool {
+	return t.Database.MatchesOverflow(db, overflow) && t.Collection.MatchesOverflow(coll, overflow)
+}

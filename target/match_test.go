@@ -65,3 +65,30 @@ func TestMatchesWhatResolves(t *testing.T) {
 		}
 	}
 }
+
+// An overflow target is a name whose record placeholders read the
+// overflow value, tag placeholders any value; OverflowedAll reads the tag
+// placeholders as the overflow value too, and its target matches as well.
+func TestMatchesOverflow(t *testing.T) {
+	tg := Target{Database: mustParse(t, "k8s_$TAG[1]", Database), Collection: mustParse(t, "logs_$['ns']_$TAG", Collection)}
+	for _, c := range []struct {
+		db, coll string
+		want     bool
+	}{
+		{"k8s_prod", "logs_other_kube_prod", true},
+		{"k8s_prod", "logs_a_kube_prod", false},
+		{"k8s_other", "logs_other_other", true},
+		{"k8s_", "logs_other_kube_prod", false},
+		{"prod", "logs_other_kube_prod", false},
+	} {
+		if got := tg.MatchesOverflow(c.db, c.coll, ""); got != c.want {
+			t.Errorf("%s.%s: %v, want %v", c.db, c.coll, got, c.want)
+		}
+	}
+	if db, coll := tg.OverflowedAll("Spill"); db != "k8s_spill" || coll != "logs_Spill_Spill" || !tg.MatchesOverflow(db, coll, "Spill") {
+		t.Errorf("OverflowedAll: %s.%s", db, coll)
+	}
+	if db, coll := tg.Overflowed("kube.prod", ""); !tg.MatchesOverflow(db, coll, "") {
+		t.Errorf("Overflowed's %s.%s does not match", db, coll)
+	}
+}

@@ -88,8 +88,25 @@ func (t Target) Overflowed(tag, overflow string) (db, coll string) {
 	return db, coll
 }
 
+// OverflowedAll is the overflow target whose tag placeholders are
+// replaced by overflow as well ("" means DefaultOverflow): $TAG and every
+// $TAG[N] read as overflow.
+func (t Target) OverflowedAll(overflow string) (db, coll string) {
+	if overflow == "" {
+		overflow = DefaultOverflow
+	}
+	db, _ = t.Database.resolve(Database, tagOverflow, nil, 0, overflow)
+	coll, _ = t.Collection.resolve(Collection, tagOverflow, nil, len(db), overflow)
+	return db, coll
+}
+
+// tagOverflow, as the tag given to resolve, makes every tag placeholder
+// read as the overflow value too. No tag holds a NUL.
+const tagOverflow = "\x00"
+
 // resolve builds the name of kind k. dbLen is the database name's length
-// (collections only); a non-empty overflow replaces every record field.
+// (collections only); a non-empty overflow replaces every record field,
+// and with tag tagOverflow every tag placeholder too.
 func (t *Template) resolve(k Kind, tag string, rec []byte, dbLen int, overflow string) (string, bool) {
 	var stack [headBytes + 1]byte
 	head, sp := stack[:0], spill{collection: k == Collection}
@@ -105,10 +122,15 @@ func (t *Template) resolve(k Kind, tag string, rec []byte, dbLen int, overflow s
 		case literal:
 			head = add(head, &sp, p.text, lit)
 			continue
-		case wholeTag:
-			head = add(head, &sp, tag, val)
-		case tagPart:
-			head = add(head, &sp, tagField(tag, p.index), val)
+		case wholeTag, tagPart:
+			switch {
+			case tag == tagOverflow:
+				head = add(head, &sp, overflow, val)
+			case p.kind == wholeTag:
+				head = add(head, &sp, tag, val)
+			default:
+				head = add(head, &sp, tagField(tag, p.index), val)
+			}
 		case field:
 			if overflow != "" {
 				head = add(head, &sp, overflow, val)

@@ -267,7 +267,7 @@ func TestTargetsOverflow(t *testing.T) {
 	props := e.props("collection", "k_$ns", "target_limit", "2", "target_overflow", "spill", "instance_name", "k", "metrics_listen", addr)
 	e.init("a", props)
 	e.mustFlush("a", "app", c)
-	if !waitLog(e.host, "2 records went to an overflow target") {
+	if !waitLog(e.host, "2 records went to an overflow target since the last report (k_spill)") {
 		t.Errorf("no overflow warning:\n%s", e.host.Stderr())
 	}
 	if got := scrape(t, addr)["out_mongodb_records_overflowed_total"]["output=k"]; got != 2 {
