@@ -454,7 +454,7 @@ func (d *Doctor) checkBacklog(ctx context.Context, c *mongo.Collection, t ttlTar
 	if at, ok := oldest.Lookup(t.field).TimeOK(); ok {
 		late := now.Sub(at.Add(after)).Truncate(time.Second)
 		nums["oldest_overdue_seconds"] = late.Seconds()
-		msg += fmt.Sprintf("; the oldest expired %s ago (%s %s)", late, t.field, at.UTC().Format(time.RFC3339))
+		msg += fmt.Sprintf("; the oldest expired %s ago (%s %s)", humanDuration(late), t.field, at.UTC().Format(time.RFC3339))
 	}
 	advice := "the TTL monitor is not keeping up: write to partitions (partition day with partition_keep: old data goes as whole collections), " +
 		"shorten ttlMonitorSleepSecs (db.adminCommand({setParameter: 1, ttlMonitorSleepSecs: 30})), spread expiries with ttl_jitter, or delete the backlog with mongolog prune"
@@ -527,6 +527,25 @@ func keyDuration(d time.Duration) string {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
 	return shortDuration(d)
+}
+
+// humanDuration is d in days and hours from two days up, in hours and
+// minutes from one hour up, else as shortDuration gives it (to the second).
+func humanDuration(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d >= 2*day:
+		if h := d % day / time.Hour; h > 0 {
+			return fmt.Sprintf("%dd%dh", d/day, h)
+		}
+		return fmt.Sprintf("%dd", d/day)
+	case d >= time.Hour:
+		if m := d % time.Hour / time.Minute; m > 0 {
+			return fmt.Sprintf("%dh%dm", d/time.Hour, m)
+		}
+		return fmt.Sprintf("%dh", d/time.Hour)
+	}
+	return shortDuration(d.Truncate(time.Second))
 }
 
 func bytesText(b float64) string {

@@ -385,3 +385,23 @@ func TestDoctorCleanWithTTL(t *testing.T) {
 		t.Errorf("doctor of a target with ttl 1d as the plugin made it: exit %d\n%s\nstderr: %s", code, out, errOut)
 	}
 }
+
+// Durations and numbers read as a person writes them.
+func TestHumanUnits(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		8628*time.Hour + 37*time.Minute:   "359d12h",
+		72 * time.Hour:                    "3d",
+		26*time.Hour + 5*time.Minute:      "26h5m",
+		time.Hour:                         "1h",
+		90*time.Second + time.Millisecond: "1m30s",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %s, want %s", d, got, want)
+		}
+	}
+	for f, want := range map[float64]string{1020148: "1020148", 0.5: "0.5", -3: "-3", 1e21: "1000000000000000000000"} {
+		if got := numText(f); got != want {
+			t.Errorf("numText(%v) = %s, want %s", f, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -256,8 +257,9 @@ func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string
 		}
 		if num("min") != s.Min || num("max") != s.Max || math.Abs(num("sum")-wantSum) > 1e-9*math.Max(1, math.Abs(wantSum)) ||
 			g.Lookup("n").Type != 0 && num("n") != float64(s.N) {
-			bad("stats.%s is min %v max %v sum %v n %v, the entries give min %v max %v sum %v n %d", s.Field,
-				num("min"), num("max"), num("sum"), num("n"), s.Min, s.Max, wantSum, s.N)
+			bad("stats.%s is min %s max %s sum %s n %s, the entries give min %s max %s sum %s n %d", s.Field,
+				numText(num("min")), numText(num("max")), numText(num("sum")), numText(num("n")),
+				numText(s.Min), numText(s.Max), numText(wantSum), s.N)
 		}
 	}
 	counts, _ := d.Lookup(model.Counts).DocumentOK()
@@ -289,3 +291,7 @@ func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string
 		}
 	}
 }
+
+// numText is f in decimal notation, as short as it can be (1020148, not
+// 1.020148e+06).
+func numText(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

@@ -74,7 +74,9 @@ func exportCommand(env Env) *cobra.Command {
 		opt.Progress, finish = exportProgress(cmd.ErrOrStderr())
 		res, err := r.Export(cmd.Context(), opt)
 		finish()
-		exportSummary(out, r.Cfg, dir, res, prune)
+		if err == nil || res.Windows > 0 {
+			exportSummary(out, r.Cfg, dir, res, prune) // not a summary of nothing before an error
+		}
 		switch {
 		case cmd.Context().Err() != nil:
 			return &InterruptedError{Next: "run the same export again: it skips the windows written and redoes the one it was on"}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,22 @@ func TestCLIExportPruneKeepsABucketMadeAgain(t *testing.T) {
 	}
 	if count, _ := e.storedIDs("logs"); len(count) != 5 {
 		t.Errorf("the late chunk's records left: %v, want late0-late4", count)
+	}
+}
+
+// An export that fails before its first window prints the error alone,
+// not a summary of no windows.
+func TestCLIExportErrorWithoutSummary(t *testing.T) {
+	e := newDBEnv(t)
+	e.storeApps(t, 4)
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	out, errOut, code := runMongolog(t, "", nil, append([]string{"export", "--from", day.Format("2006-01-02"),
+		"--to", day.AddDate(0, 0, 1).Format("2006-01-02"), "--dir", notDir}, e.target("logs")...)...)
+	if code == 0 || out != "" || errOut == "" {
+		t.Errorf("export into a file: exit %d, stdout %q, stderr %q; want an error alone", code, out, errOut)
 	}
 }
