@@ -358,39 +358,7 @@ func TestDeliveryTwoAgentsIdenticalChunksChaos(t *testing.T) {
 					}
 				}
 			}()
-			oks, retries := make([]int, len(hosts)), make([]int, len(hosts))
-			errs := make(chan error, len(hosts))
-			for i, h := range hosts {
-				go func() {
-					for range rounds {
-						rcs, err := h.FlushConcurrent("a", "app", []string{x, x})
-						if err != nil {
-							errs <- err
-							return
-						}
-						for _, rc := range rcs {
-							for tries := 0; rc != harness.FLBOK; tries++ {
-								if tries == 100 {
-									errs <- fmt.Errorf("host %d: a chunk retried 100 times", i)
-									return
-								}
-								retries[i]++
-								if rc, err = h.Flush("a", "app", x); err != nil {
-									errs <- err
-									return
-								}
-							}
-							oks[i]++
-						}
-					}
-					errs <- nil
-				}()
-			}
-			for range hosts {
-				if err := <-errs; err != nil {
-					t.Error(err)
-				}
-			}
+			oks, retries := untilOK(t, hosts, rounds, x)
 			close(stop)
 			<-chaos
 			for _, h := range hosts {
@@ -466,39 +434,7 @@ func TestDeliveryTwoAgentsIdenticalChunksHeldWrites(t *testing.T) {
 					}
 				}
 			}()
-			oks, retries := make([]int, len(hosts)), make([]int, len(hosts))
-			errs := make(chan error, len(hosts))
-			for i, h := range hosts {
-				go func() {
-					for range rounds {
-						rcs, err := h.FlushConcurrent("a", "app", []string{x, x})
-						if err != nil {
-							errs <- err
-							return
-						}
-						for _, rc := range rcs {
-							for tries := 0; rc != harness.FLBOK; tries++ {
-								if tries == 100 {
-									errs <- fmt.Errorf("host %d: a chunk retried 100 times", i)
-									return
-								}
-								retries[i]++
-								if rc, err = h.Flush("a", "app", x); err != nil {
-									errs <- err
-									return
-								}
-							}
-							oks[i]++
-						}
-					}
-					errs <- nil
-				}()
-			}
-			for range hosts {
-				if err := <-errs; err != nil {
-					t.Error(err)
-				}
-			}
+			oks, retries := untilOK(t, hosts, rounds, x)
 			close(stop)
 			n := <-released
 			hold.Disarm()
@@ -526,4 +462,46 @@ func TestDeliveryTwoAgentsIdenticalChunksHeldWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// untilOK has every host flush chunk x on two workers at once, rounds
+// times, each flush answered FLB_RETRY sent again (as Fluent Bit does)
+// until answered FLB_OK; it returns the FLB_OK and FLB_RETRY answers by
+// host.
+func untilOK(t *testing.T, hosts []*harness.Host, rounds int, x string) (oks, retries []int) {
+	t.Helper()
+	oks, retries = make([]int, len(hosts)), make([]int, len(hosts))
+	errs := make(chan error, len(hosts))
+	for i, h := range hosts {
+		go func() {
+			for range rounds {
+				rcs, err := h.FlushConcurrent("a", "app", []string{x, x})
+				if err != nil {
+					errs <- err
+					return
+				}
+				for _, rc := range rcs {
+					for tries := 0; rc != harness.FLBOK; tries++ {
+						if tries == 100 {
+							errs <- fmt.Errorf("host %d: a chunk retried 100 times", i)
+							return
+						}
+						retries[i]++
+						if rc, err = h.Flush("a", "app", x); err != nil {
+							errs <- err
+							return
+						}
+					}
+					oks[i]++
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range hosts {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	return oks, retries
 }
