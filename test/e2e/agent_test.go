@@ -64,30 +64,38 @@ func hostStop(t *testing.T, h *harness.Host) {
 	}
 }
 
+// agentCases: two agents by the host name alone, where one chunk of the
+// bytes of the other's is taken for its resend (stored once), and with an
+// agent_id each, where it is not (stored twice).
+var agentCases = []struct {
+	name   string
+	ids    [2]string
+	stored int
+}{
+	{"host name", [2]string{"", ""}, 1},
+	{"agent_id", [2]string{"agent-a", "agent-b"}, 2},
+}
+
+// agentProps are e's properties for agent i, its agent_id ids[i].
+func agentProps(e *env, ids [2]string, i int) map[string]string {
+	p := e.props()
+	if ids[i] != "" {
+		p["agent_id"] = ids[i]
+	}
+	return p
+}
+
 // Two agents of one placement on one host, A in slot 0 and B in slot 1.
 // A stores chunk X; both stop and start again, B first: B takes slot 0,
 // A's identity, and B's chunk X (new, of the same bytes) is taken for A's
 // resend and adds nothing. With agent_id set to one value per agent, it
 // is stored.
 func TestDeliveryAgentsRestartedInTheOtherOrder(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		ids    [2]string
-		stored int
-	}{
-		{"host name", [2]string{"", ""}, 1},
-		{"agent_id", [2]string{"agent-a", "agent-b"}, 2},
-	} {
+	for _, tc := range agentCases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			x := agentChunk(t)
-			props := func(i int) map[string]string {
-				p := e.props()
-				if tc.ids[i] != "" {
-					p["agent_id"] = tc.ids[i]
-				}
-				return p
-			}
+			props := func(i int) map[string]string { return agentProps(e, tc.ids, i) }
 			a, b := startHost(t), startHost(t)
 			hostInit(t, a, props(0))
 			hostInit(t, b, props(1))
@@ -111,25 +119,14 @@ func TestDeliveryAgentsRestartedInTheOtherOrder(t *testing.T) {
 // of the bytes A stored is taken for A's resend. With agent_id set to one
 // value per agent, both are stored.
 func TestDeliveryAgentsApartShareAnIdentity(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		ids    [2]string
-		stored int
-	}{
-		{"host name", [2]string{"", ""}, 1},
-		{"agent_id", [2]string{"agent-a", "agent-b"}, 2},
-	} {
+	for _, tc := range agentCases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			x := agentChunk(t)
 			var hosts [2]*harness.Host
 			for i := range hosts {
 				hosts[i] = startHost(t, "TMPDIR="+t.TempDir())
-				p := e.props()
-				if tc.ids[i] != "" {
-					p["agent_id"] = tc.ids[i]
-				}
-				hostInit(t, hosts[i], p)
+				hostInit(t, hosts[i], agentProps(e, tc.ids, i))
 			}
 			hostFlush(t, hosts[0], x)
 			hostFlush(t, hosts[1], x)
