@@ -314,9 +314,18 @@ func TestSpanCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "would delete "+db.Name()+".k8s_blue_dead ") || !strings.Contains(out, "holding 13 records") {
 		t.Errorf("prune --dry-run of the template: exit %d\n%s", code, out)
 	}
+	dir := t.TempDir()
+	out, errOut, code = mongolog(t, append(append([]string{"export"}, tpl...), "--from", "2024-06-01", "--to", "2024-06-02", "--dir", dir)...)
+	for _, want := range []string{".k8s_blue_dead: 1 windows", ".k8s_pay: 1 windows", ".k8s_web: 1 windows"} {
+		if code != 0 || !strings.Contains(out, db.Name()+want) {
+			t.Errorf("export of the template: exit %d, want a summary line %s%s\n%s%s", code, db.Name(), want, out, errOut)
+		}
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, db.Name()+".k8s_*.jsonl.gz")); len(files) != 3 {
+		t.Errorf("export of the template wrote %v, want a file for each of the 3 targets", files)
+	}
 	for _, c := range [][]string{
 		{"query", "-f"},
-		{"export", "--from", "2024-06-01", "--to", "2024-06-02", "--dir", t.TempDir()},
 		{"doctor"},
 	} {
 		_, errOut, code := mongolog(t, append(append([]string{c[0]}, tpl...), c[1:]...)...)

@@ -56,7 +56,7 @@ func exportCommand(env Env) *cobra.Command {
 		if opt.Hook, err = pauseHook(env, cmd); err != nil {
 			return err
 		}
-		r, closeFn, err := tgt.one(cmd, "export", func(cfg *conf.Config) error {
+		span, closeFn, err := tgt.span(cmd, func(cfg *conf.Config) error {
 			r := &mongolog.Reader{Cfg: cfg}
 			if err := r.KeyConds(keyConds); err != nil {
 				return fmt.Errorf("--key: %v", err)
@@ -68,22 +68,35 @@ func exportCommand(env Env) *cobra.Command {
 			return err
 		}
 		defer closeFn()
+		if len(span.Readers) == 0 {
+			_, err := span.One("export")
+			return err
+		}
 		out := cmd.OutOrStdout()
 		opt.Report = func(s string) { fmt.Fprintln(out, s) }
-		var finish func()
-		opt.Progress, finish = exportProgress(cmd.ErrOrStderr())
-		res, err := r.Export(cmd.Context(), opt)
-		finish()
-		if err == nil || res.Windows > 0 {
-			exportSummary(out, r.Cfg, dir, res, prune) // not a summary of nothing before an error
+		problems := 0
+		// Each target its own file set (the files name their database
+		// and collection) and summary line.
+		for _, r := range span.Readers {
+			var finish func()
+			opt.Progress, finish = exportProgress(cmd.ErrOrStderr())
+			res, err := r.Export(cmd.Context(), opt)
+			finish()
+			if err == nil || res.Windows > 0 {
+				exportSummary(out, r.Cfg, dir, res, prune) // not a summary of nothing before an error
+			}
+			switch {
+			case cmd.Context().Err() != nil:
+				return &InterruptedError{Next: "run the same export again: it skips the windows written and redoes the one it was on"}
+			case err != nil && span.Named:
+				return fmt.Errorf("%s: %w", r.Place(), err)
+			case err != nil:
+				return err
+			}
+			problems += res.Refused + int(res.Kept)
 		}
-		switch {
-		case cmd.Context().Err() != nil:
-			return &InterruptedError{Next: "run the same export again: it skips the windows written and redoes the one it was on"}
-		case err != nil:
-			return err
-		case res.Refused > 0 || res.Kept > 0:
-			return &ProblemsError{N: res.Refused + int(res.Kept)}
+		if problems > 0 {
+			return &ProblemsError{N: problems}
 		}
 		return nil
 	}

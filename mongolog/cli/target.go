@@ -132,21 +132,6 @@ func (t *target) span(cmd *cobra.Command, check func(*conf.Config) error) (*mong
 	return s, closeFn, nil
 }
 
-// one is the one target t names (see span and Span.One), for a command
-// that reads one target (what, e.g. "export").
-func (t *target) one(cmd *cobra.Command, what string, check func(*conf.Config) error) (*mongolog.Reader, func(), error) {
-	s, closeFn, err := t.span(cmd, check)
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := s.One(what)
-	if err != nil {
-		closeFn()
-		return nil, nil, err
-	}
-	return r, closeFn, nil
-}
-
 // queryOf is the query of a read command's conditions and time flags.
 func queryOf(args []string, since, from, to string) (mongolog.Query, error) {
 	var q mongolog.Query
