@@ -324,9 +324,14 @@ func TestSpanCommands(t *testing.T) {
 	if files, _ := filepath.Glob(filepath.Join(dir, db.Name()+".k8s_*.jsonl.gz")); len(files) != 3 {
 		t.Errorf("export of the template wrote %v, want a file for each of the 3 targets", files)
 	}
+	out, errOut, code = mongolog(t, append([]string{"doctor", "--json", "--interval", "1s"}, tpl...)...)
+	for _, coll := range []string{"k8s_blue_dead", "k8s_pay", "k8s_web", "k8s_web_dead"} {
+		if code == 2 || !strings.Contains(out, `"target":"`+db.Name()+"."+coll+`"`) {
+			t.Errorf("doctor of the template: exit %d, no finding of %s.%s\n%s%s", code, db.Name(), coll, out, errOut)
+		}
+	}
 	for _, c := range [][]string{
 		{"query", "-f"},
-		{"doctor"},
 	} {
 		_, errOut, code := mongolog(t, append(append([]string{c[0]}, tpl...), c[1:]...)...)
 		if code != 2 || !strings.Contains(errOut, "has 3: "+db.Name()+".k8s_blue_dead") || !strings.Contains(errOut, "--collection") {

@@ -104,11 +104,16 @@ func runDoctor(cmd *cobra.Command, outs []mongolog.Output, sel mongolog.Select, 
 				return err
 			}
 			defer closeFn()
-			r, err := doctorReader(cmd, &mongolog.Reader{DB: db, Cfg: o.Cfg}, sel)
+			rs, err := doctorReaders(cmd, &mongolog.Reader{DB: db, Cfg: o.Cfg}, sel)
 			if err != nil {
 				return err
 			}
-			return d.Check(cmd.Context(), r)
+			for _, r := range rs {
+				if err := d.Check(cmd.Context(), r); err != nil {
+					return err
+				}
+			}
+			return nil
 		}()
 		if err != nil {
 			if o.Name != "" {
@@ -127,22 +132,24 @@ func runDoctor(cmd *cobra.Command, outs []mongolog.Output, sel mongolog.Select, 
 	return nil
 }
 
-// doctorReader is the target of r's output that doctor checks: the output
-// itself when static and not narrowed by sel, else its one target that sel
-// leaves, whose dead-letter collection the names must tell (see
-// mongolog.Span.One).
-func doctorReader(cmd *cobra.Command, r *mongolog.Reader, sel mongolog.Select) (*mongolog.Reader, error) {
+// doctorReaders are the targets of r's output that doctor checks: the
+// output itself when static and not narrowed by sel, else every target
+// sel leaves (see mongolog.Span), each of whose dead-letter collection the
+// names must tell.
+func doctorReaders(cmd *cobra.Command, r *mongolog.Reader, sel mongolog.Select) ([]*mongolog.Reader, error) {
 	span, err := r.Span(cmd.Context(), sel)
 	if err != nil {
 		return nil, err
 	}
-	one, err := span.One("doctor")
-	if err != nil {
+	if len(span.Readers) == 0 {
+		_, err := span.One("doctor")
 		return nil, err
 	}
-	if one.Cfg.DeadLetterCollection == "" {
-		return nil, fmt.Errorf("doctor: the dead-letter collection of %s is not told by its name (dead_letter_collection %s): give it with --dead_letter_collection",
-			one.Place(), r.Cfg.DeadLetterCollection)
+	for _, one := range span.Readers {
+		if one.Cfg.DeadLetterCollection == "" {
+			return nil, fmt.Errorf("doctor: the dead-letter collection of %s is not told by its name (dead_letter_collection %s): give it with --dead_letter_collection",
+				one.Place(), r.Cfg.DeadLetterCollection)
+		}
 	}
-	return one, nil
+	return span.Readers, nil
 }
