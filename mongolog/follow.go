@@ -267,6 +267,49 @@ func (r *Reader) Follow(ctx context.Context, q Query, every, lag time.Duration, 
 	}
 }
 
+// followRelist is how many polls apart Span.Follow lists a templated
+// output's targets again.
+const followRelist = 10
+
+// Follow is Reader.Follow at every target of s, each polled in turn and
+// its records emitted with their target. A span of several targets (a
+// templated output, or a glob) lists them again every followRelist polls
+// and follows the new ones from q.From: a target made while it runs (a
+// new namespace) is followed too.
+func (s *Span) Follow(ctx context.Context, q Query, every, lag time.Duration, emit func(Place, bson.Raw) error) error {
+	followers := map[Place]*Follower{}
+	var order []Place
+	add := func(rs []*Reader) {
+		for _, r := range rs {
+			at := r.Place()
+			if followers[at] == nil {
+				followers[at] = r.Follower(q, lag, func(rec bson.Raw) error { return emit(at, rec) })
+				order = append(order, at)
+			}
+		}
+	}
+	add(s.Readers)
+	for polls := 1; ; polls++ {
+		for _, at := range order {
+			if err := followers[at].Poll(ctx); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+		if s.Named && s.from != nil && polls%followRelist == 0 {
+			// A listing that fails leaves the targets known followed; the
+			// next one tries again.
+			if again, err := s.from.Span(ctx, s.sel); err == nil {
+				add(again.Readers)
+			}
+		}
+	}
+}
+
 // DefaultLag is how far behind the newest record follow looks for records
 // that land late by default: a flush interval ([SERVICE] Flush of a
 // classic Fluent Bit configuration file; Fluent Bit's default 1s without

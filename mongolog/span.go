@@ -53,6 +53,9 @@ type Span struct {
 	// Named says that the read can cover several targets: records, problems
 	// and lines name theirs (see Reader.Label, Place).
 	Named bool
+
+	from *Reader // the output's reader, and the selection, that found them
+	sel  Select
 }
 
 // Place is one target: a database and a collection (the name its
@@ -94,7 +97,7 @@ func (r *Reader) Span(ctx context.Context, sel Select) (*Span, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Span{Cfg: r.Cfg, Named: true}
+	s := &Span{Cfg: r.Cfg, Named: true, from: r, sel: sel}
 	var all []string // every target before the collection's Select
 	for _, db := range dbs {
 		colls, found, err := r.collectionTargets(ctx, r.DB.Client().Database(db), sel.Collection)
@@ -314,26 +317,14 @@ func holdsDeadLetters(ctx context.Context, c *mongo.Collection) (bool, error) {
 	return parked && reason, nil
 }
 
-// One is the one target of s, for the commands that read one target at a
-// time (what, e.g. "query --follow"); several or none is an error that says
-// how to pick one.
-func (s *Span) One(what string) (*Reader, error) {
-	switch len(s.Readers) {
-	case 1:
-		return s.Readers[0], nil
-	case 0:
-		return nil, fmt.Errorf("%s reads one target, and the output (database %s, collection %s) has none yet: name one with --database and --collection",
-			what, s.Cfg.Database, s.Cfg.Collection)
+// None is the error of what (e.g. "export") at a span without targets,
+// which says how to name one; nil when s has some.
+func (s *Span) None(what string) error {
+	if len(s.Readers) > 0 {
+		return nil
 	}
-	var names []string
-	for _, r := range s.Readers {
-		names = append(names, r.Place().String())
-	}
-	if len(names) > 10 {
-		names = append(names[:10], fmt.Sprintf("and %d more", len(s.Readers)-10))
-	}
-	return nil, fmt.Errorf("%s reads one target, and the output (database %s, collection %s) has %d: %s; pick one with --collection (and --database)",
-		what, s.Cfg.Database, s.Cfg.Collection, len(s.Readers), strings.Join(names, ", "))
+	return fmt.Errorf("%s: the output (database %s, collection %s) has no target yet: name one with --database and --collection",
+		what, s.Cfg.Database, s.Cfg.Collection)
 }
 
 // The fields a record printed from a Span that names its targets carries

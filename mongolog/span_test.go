@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -330,14 +332,6 @@ func TestSpanCommands(t *testing.T) {
 			t.Errorf("doctor of the template: exit %d, no finding of %s.%s\n%s%s", code, db.Name(), coll, out, errOut)
 		}
 	}
-	for _, c := range [][]string{
-		{"query", "-f"},
-	} {
-		_, errOut, code := mongolog(t, append(append([]string{c[0]}, tpl...), c[1:]...)...)
-		if code != 2 || !strings.Contains(errOut, "has 3: "+db.Name()+".k8s_blue_dead") || !strings.Contains(errOut, "--collection") {
-			t.Errorf("%s of a template with 3 targets: exit %d, %s; want exit 2 naming them and --collection", c[0], code, errOut)
-		}
-	}
 	file := filepath.Join(t.TempDir(), "fluent-bit.conf")
 	conf := fmt.Sprintf("[OUTPUT]\n    Name mongodb\n    Match *\n    uri %s\n    database %s\n    collection %s\n", serverURI(t), db.Name(), nsTemplate)
 	if err := os.WriteFile(file, []byte(conf), 0o644); err != nil {
@@ -380,4 +374,54 @@ func TestDeadLetterOf(t *testing.T) {
 			t.Errorf("%q, target %s: dead letters in %q, want %q", c.kv, c.coll, got, c.want)
 		}
 	}
+}
+
+// Following a templated output follows every target, each record once and
+// named with its target, and a target made while it runs too.
+func TestSpanFollowAcrossTargets(t *testing.T) {
+	db := testDB(t)
+	seedNamespaces(t, db)
+	k := keys(t, db, "collection", nsTemplate)
+	span := spanOf(t, k, Select{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	got := map[string]int{}
+	done := make(chan error, 1)
+	go func() {
+		done <- span.Follow(ctx, Query{}, 10*time.Millisecond, time.Minute, func(at Place, rec bson.Raw) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got[at.Collection]++
+			return nil
+		})
+	}()
+	seen := func(want map[string]int) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Equal(got, want)
+	}
+	want := map[string]int{"k8s_web": 6, "k8s_pay": 6, "k8s_blue_dead": 1}
+	waitUntil(t, "the records of the 3 targets", func() bool { return seen(want) })
+	store(t, keys(t, db, "collection", "k8s_new"), 3, nsRecs("new", 20, 1, 2)...)
+	want["k8s_new"] = 2
+	waitUntil(t, "the records of the target made while following", func() bool { return seen(want) })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("follow: %v", err)
+	}
+	if !seen(want) {
+		t.Errorf("follow printed %v, want %v", got, want)
+	}
+}
+
+// waitUntil waits for cond, 30 seconds at most.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

@@ -141,8 +141,7 @@ func doctorReaders(cmd *cobra.Command, r *mongolog.Reader, sel mongolog.Select) 
 	if err != nil {
 		return nil, err
 	}
-	if len(span.Readers) == 0 {
-		_, err := span.One("doctor")
+	if err := span.None("doctor"); err != nil {
 		return nil, err
 	}
 	for _, one := range span.Readers {

@@ -68,8 +68,7 @@ func exportCommand(env Env) *cobra.Command {
 			return err
 		}
 		defer closeFn()
-		if len(span.Readers) == 0 {
-			_, err := span.One("export")
+		if err := span.None("export"); err != nil {
 			return err
 		}
 		out := cmd.OutOrStdout()

@@ -105,14 +105,9 @@ func runQuery(cmd *cobra.Command, span *mongolog.Span, q mongolog.Query, p *mong
 	return nil
 }
 
-// followSpan follows the one target of span (follow reads one).
+// followSpan follows every target of span (see mongolog.Span.Follow).
 func followSpan(cmd *cobra.Command, span *mongolog.Span, q mongolog.Query, lag time.Duration, p *mongolog.Printer) error {
-	r, err := span.One("query --follow")
-	if err != nil {
-		return err
-	}
-	at := r.Place()
-	return r.Follow(cmd.Context(), q, time.Second, lag, func(rec bson.Raw) error {
+	return span.Follow(cmd.Context(), q, time.Second, lag, func(at mongolog.Place, rec bson.Raw) error {
 		if span.Named {
 			rec = mongolog.Placed(rec, at)
 		}
