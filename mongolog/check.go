@@ -31,6 +31,7 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 		fmt.Fprintf(w, "%s: no [OUTPUT] with Name %s\n", path, PluginName)
 		return 1, nil
 	}
+	var outputs []writes
 	for _, o := range outs {
 		name := PluginName
 		if l := o.Label(); l != "" {
@@ -71,6 +72,12 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 			fmt.Fprintf(w, "  warning: %s\n", t)
 		}
 		problems += len(errs)
+		if s, ok := writesOf(o, name, c); ok && err == nil {
+			outputs = append(outputs, s)
+		}
+	}
+	for _, text := range overlaps(outputs) {
+		fmt.Fprintf(w, "warning: %s\n", text)
 	}
 	return problems, nil
 }

@@ -189,3 +189,56 @@ func TestCheckTemplates(t *testing.T) {
 		t.Errorf("check of good templates: %d problems\n%s", problems, out)
 	}
 }
+
+// Two outputs that write one collection with Match patterns a tag can meet
+// both of store its records twice: check warns, naming both; outputs apart
+// by their Match, their collection or their server are not warned of.
+func TestCheckOverlappingOutputs(t *testing.T) {
+	out := func(match, coll, uri string) string {
+		return "[OUTPUT]\n    Name mongodb\n    Match " + match + "\n    uri " + uri + "\n    collection " + coll + "\n    Workers 1\n    Retry_Limit 5\n"
+	}
+	const db1, db2 = "mongodb://db1:27017", "mongodb://db2:27017"
+	for _, c := range []struct {
+		conf string
+		warn bool
+	}{
+		{out("*", "logs", db1) + out("app.*", "logs", db1), true},
+		{out("kube.*.web", "logs", db1) + out("kube.prod.*", "logs", db1), true},
+		{out("app.*", "logs", db1) + out("sys.*", "logs", db1), false},
+		{out("*", "logs", db1) + out("*", "audit", db1), false},
+		{out("*", "logs", db1) + out("*", "logs", db2), false},
+		{out("*", "logs_$TAG[1]", db1) + out("app.*", "logs_$TAG[1]", db1), true},
+	} {
+		path := write(t, t.TempDir(), "fluent-bit.conf", c.conf)
+		var b bytes.Buffer
+		problems, err := Check(&b, path, nil)
+		if err != nil || problems != 0 {
+			t.Fatalf("%d problems, %v:\n%s", problems, err, b.String())
+		}
+		got := strings.Contains(b.String(), "its records are stored twice")
+		if got != c.warn {
+			t.Errorf("warned %v, want %v, of:\n%s\n%s", got, c.warn, c.conf, b.String())
+		}
+		if got && !strings.Contains(b.String(), "fluent-bit.conf:1: output mongodb and ") {
+			t.Errorf("the warning does not name both outputs:\n%s", b.String())
+		}
+	}
+}
+
+func TestGlobsMeet(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"*", "x", true}, {"a", "a", true}, {"a", "b", false}, {"a*", "*b", true}, {"a*c", "ab*", true},
+		{"a*c", "b*", false}, {"a.*", "a", false}, {"*.x", "*.y", false}, {"*x*", "*y*", true},
+		{"kube.*.web", "kube.prod.*", true}, {"kube.*.web", "kube.*.api", false}, {"", "*", true}, {"", "a", false},
+	} {
+		if got := globsMeet(c.a, c.b); got != c.want {
+			t.Errorf("globsMeet(%q, %q) = %v, want %v", c.a, c.b, got, c.want)
+		}
+		if got := globsMeet(c.b, c.a); got != c.want {
+			t.Errorf("globsMeet(%q, %q) = %v, want %v", c.b, c.a, got, c.want)
+		}
+	}
+}

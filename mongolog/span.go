@@ -112,9 +112,35 @@ func (r *Reader) Span(ctx context.Context, sel Select) (*Span, error) {
 		}
 	}
 	if len(s.Readers) == 0 && !sel.empty() {
+		if len(all) == 0 && sel.Database != "" {
+			// No database met the glob: name the targets of every one.
+			if all, err = r.targetNames(ctx); err != nil {
+				return nil, err
+			}
+		}
 		return nil, noTarget(r.Cfg, sel, dbs, all)
 	}
 	return s, nil
+}
+
+// targetNames are the <database>.<collection> names of every target of r's
+// output.
+func (r *Reader) targetNames(ctx context.Context) ([]string, error) {
+	dbs, err := r.databases(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	var all []string
+	for _, db := range dbs {
+		_, found, err := r.collectionTargets(ctx, r.DB.Client().Database(db), "")
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range found {
+			all = append(all, db+"."+c)
+		}
+	}
+	return all, nil
 }
 
 // noTarget is the error of a Select no target meets.

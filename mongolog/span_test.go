@@ -263,6 +263,10 @@ func TestSpanDatabaseTemplate(t *testing.T) {
 	if got := at(b, Query{}); !slices.Equal(places(b), []string{prefix + "b.logs"}) || got != "1 3 5 1 3 5" {
 		t.Errorf("--database '*b': targets %q, records %s", places(b), got)
 	}
+	if _, err := reader(t, k).Span(context.Background(), Select{Database: "*q"}); err == nil ||
+		!strings.Contains(err.Error(), prefix+"a.logs, "+prefix+"b.logs") {
+		t.Errorf("--database '*q', which no database meets: %v; want an error naming the targets", err)
+	}
 	windows, err := all.Stats(context.Background(), Query{}, 24*time.Hour)
 	if err != nil || len(windows) != 2 || windows[0].Records != 6 || windows[1].Records != 6 {
 		t.Errorf("stats per day across the databases: %v, %+v", err, windows)

@@ -78,6 +78,8 @@ func TestLineJSONTime(t *testing.T) {
 	runLineCases(t, def, []lineCase{
 		{"iso", `{"time":"2024-06-01T10:00:00.123+02:00","msg":"a"}`, []string{"time:time=2024-06-01T08:00:00.123Z", "msg=a"}},
 		{"iso without zone", `{"msg":"a","time":"2024-06-01 10:00:00"}`, []string{"msg=a", "time:time=2024-06-01T10:00:00Z"}},
+		{"common log format", `{"time":"10/Oct/2000:13:55:36 -0700"}`, []string{"time:time=2000-10-10T20:55:36Z"}},
+		{"apache error log", `{"time":"Wed Oct 11 14:32:52.5 2000"}`, []string{"time:time=2000-10-11T14:32:52.5Z"}},
 		{"epoch integer", `{"time":1717236000}`, []string{"time:time=2024-06-01T10:00:00Z"}},
 		{"epoch fraction exact", `{"time":1717236000.123}`, []string{"time:time=2024-06-01T10:00:00.123Z"}},
 		{"epoch string", `{"time":"1717236000.5"}`, []string{"time:time=2024-06-01T10:00:00.5Z"}},
