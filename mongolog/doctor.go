@@ -74,7 +74,14 @@ type DoctorOptions struct {
 	// space its deletes did not return (SpaceRatio 0: 2 and 64 MiB).
 	SpaceRatio float64
 	SpaceMin   int64
-	Now        func() time.Time // default time.Now
+	// BacklogWait is the most doctor waits, once per server after every
+	// collection is checked, for the TTL monitor's next two passes before it
+	// calls documents past their expiry a backlog: documents written just
+	// now with an old expiry (an import of old lines) are deleted by them.
+	// 0: three of the monitor's intervals; negative: no wait, judged by
+	// their expiry alone.
+	BacklogWait time.Duration
+	Now         func() time.Time // default time.Now
 }
 
 // Doctor checks the collections an output writes and the server they are
@@ -82,7 +89,29 @@ type DoctorOptions struct {
 type Doctor struct {
 	Opt      DoctorOptions
 	Report   func(Finding)
-	monitors map[string]time.Duration // the TTL monitor's interval by server, checked once each
+	monitors map[string]monitorInfo // the TTL monitor by server, checked once each
+	pending  []pendingBacklog       // documents past their expiry, judged by Finish
+	// passes, when set, stands for the wait for two passes of the TTL
+	// monitor of the server admin is on (tests).
+	passes func(ctx context.Context, admin *mongo.Database) error
+}
+
+// monitorInfo is what doctor found of a server's TTL monitor.
+type monitorInfo struct {
+	sleep   time.Duration // its interval
+	enabled bool          // it runs, or the server does not say
+	counted bool          // serverStatus counts its passes
+}
+
+// pendingBacklog is a collection with documents past their expiry by two
+// passes at a time, to be counted again after two more passes.
+type pendingBacklog struct {
+	c     *mongo.Collection
+	uri   string
+	t     ttlTarget
+	after time.Duration
+	at    time.Time // when they were counted
+	n     int64
 }
 
 // defaultMonitorSleep is MongoDB's ttlMonitorSleepSecs, taken when the
@@ -290,7 +319,7 @@ func (d *Doctor) checkCollection(ctx context.Context, r *Reader, coll string, de
 		if after != nil {
 			expireAfter = time.Duration(*after) * time.Second
 		}
-		if err := d.checkBacklog(ctx, c, t, expireAfter, after != nil, sleep, now); err != nil {
+		if err := d.checkBacklog(ctx, c, r.Cfg.URI, t, expireAfter, after != nil, sleep, now); err != nil {
 			return err
 		}
 	}
@@ -430,27 +459,52 @@ func (d *Doctor) checkExpireField(ctx context.Context, c *mongo.Collection, t tt
 }
 
 // checkBacklog counts the documents past their expiry (field + after)
-// by more than two passes of the TTL monitor, and finds the oldest.
-func (d *Doctor) checkBacklog(ctx context.Context, c *mongo.Collection, t ttlTarget, after time.Duration, indexed bool, sleep time.Duration, now time.Time) error {
-	// Past their expiry by two passes: what a TTL of after plus two
-	// passes has expired.
-	overdue := layout.ExpiredBy(t.field, after+2*sleep, now)
-	n, err := c.CountDocuments(ctx, overdue)
+// by more than two passes of the TTL monitor. None is a pass; some are a
+// problem when no TTL index or no monitor deletes them, or when doctor is
+// not to wait; otherwise they are counted again by Finish, after the
+// monitor's next two passes: documents written just now with an old expiry
+// are gone by then, a backlog is not.
+func (d *Doctor) checkBacklog(ctx context.Context, c *mongo.Collection, uri string, t ttlTarget, after time.Duration, indexed bool, sleep time.Duration, now time.Time) error {
+	n, err := c.CountDocuments(ctx, overdue(t, after, sleep, now))
 	if err != nil {
 		return fmt.Errorf("counting the documents of %s past their expiry: %w", t.coll, err)
 	}
-	nums := map[string]float64{"count": float64(n), "expire_after_seconds": after.Seconds(), "monitor_sleep_seconds": sleep.Seconds()}
 	if n == 0 {
-		d.report(CheckBacklog, t.target, SevOK, fmt.Sprintf("no document is past its expiry by more than two TTL monitor passes (2 x %s)", shortDuration(sleep)), "", nums)
+		d.report(CheckBacklog, t.target, SevOK, fmt.Sprintf("no document is past its expiry by more than two TTL monitor passes (2 x %s)", shortDuration(sleep)),
+			"", backlogNums(n, after, sleep))
 		return nil
 	}
+	if indexed && d.monitors[uri].enabled && d.Opt.BacklogWait >= 0 {
+		d.pending = append(d.pending, pendingBacklog{c: c, uri: uri, t: t, after: after, at: now, n: n})
+		return nil
+	}
+	return d.reportBacklog(ctx, c, t, after, indexed, sleep, now, n, "")
+}
+
+// overdue is the filter of the documents of t past their expiry at now by
+// more than two passes of the TTL monitor.
+func overdue(t ttlTarget, after, sleep time.Duration, now time.Time) bson.D {
+	return layout.ExpiredBy(t.field, after+2*sleep, now)
+}
+
+func backlogNums(n int64, after, sleep time.Duration) map[string]float64 {
+	return map[string]float64{"count": float64(n), "expire_after_seconds": after.Seconds(), "monitor_sleep_seconds": sleep.Seconds()}
+}
+
+// reportBacklog reports the n documents of t past their expiry at now as a
+// backlog, naming the oldest; waited says what they outlived, if anything.
+func (d *Doctor) reportBacklog(ctx context.Context, c *mongo.Collection, t ttlTarget, after time.Duration, indexed bool, sleep time.Duration, now time.Time, n int64, waited string) error {
 	var oldest bson.Raw
-	err = c.FindOne(ctx, overdue, options.FindOne().SetSort(bson.D{{Key: t.field, Value: 1}}).
+	err := c.FindOne(ctx, overdue(t, after, sleep, now), options.FindOne().SetSort(bson.D{{Key: t.field, Value: 1}}).
 		SetProjection(bson.D{{Key: t.field, Value: 1}})).Decode(&oldest)
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 		return fmt.Errorf("reading the oldest expired document of %s: %w", t.coll, err)
 	}
+	nums := backlogNums(n, after, sleep)
 	msg := fmt.Sprintf("%d documents are past their expiry (%s + %s) by more than two TTL monitor passes (2 x %s)", n, t.field, keyDuration(after), shortDuration(sleep))
+	if waited != "" {
+		msg += " and were still there after " + waited
+	}
 	if at, ok := oldest.Lookup(t.field).TimeOK(); ok {
 		late := now.Sub(at.Add(after)).Truncate(time.Second)
 		nums["oldest_overdue_seconds"] = late.Seconds()
@@ -464,6 +518,103 @@ func (d *Doctor) checkBacklog(ctx context.Context, c *mongo.Collection, t ttlTar
 	}
 	d.report(CheckBacklog, t.target, SevProblem, msg, advice, nums)
 	return nil
+}
+
+// Finish judges the documents past their expiry that Check left to it:
+// per server, it waits for the TTL monitor's next two passes (as its
+// serverStatus counts them, or two of its intervals and a half when it
+// does not count them), at most Opt.BacklogWait, and counts them again. Those
+// gone were written after their expiry (old lines imported): a pass; those
+// left are a backlog. Call it once after the last Check.
+func (d *Doctor) Finish(ctx context.Context) error {
+	pending := d.pending
+	d.pending = nil
+	var servers []string
+	for _, p := range pending {
+		if !slices.Contains(servers, p.uri) {
+			servers = append(servers, p.uri)
+		}
+	}
+	for _, uri := range servers {
+		var mine []pendingBacklog
+		var n int64
+		for _, p := range pending {
+			if p.uri == uri {
+				mine = append(mine, p)
+				n += p.n
+			}
+		}
+		m := d.monitors[uri]
+		admin := mine[0].c.Database().Client().Database("admin")
+		most := d.Opt.BacklogWait
+		if most == 0 {
+			most = 3 * m.sleep
+		}
+		d.report(CheckBacklog, conf.RedactURI(uri), SevInfo, fmt.Sprintf("%d documents in %d collections are past their expiry by more than two TTL monitor passes: "+
+			"waiting for its next two passes (at most %s) to tell a backlog from documents written just now with an old expiry", n, len(mine), humanDuration(most)),
+			"", map[string]float64{"count": float64(n), "wait_seconds": most.Seconds()})
+		waited, err := d.waitPasses(ctx, admin, m, most)
+		if err != nil {
+			return err
+		}
+		for _, p := range mine {
+			left, err := p.c.CountDocuments(ctx, overdue(p.t, p.after, m.sleep, p.at))
+			if err != nil {
+				return fmt.Errorf("counting the documents of %s past their expiry: %w", p.t.coll, err)
+			}
+			if left == 0 {
+				nums := backlogNums(0, p.after, m.sleep)
+				nums["deleted"] = float64(p.n)
+				d.report(CheckBacklog, p.t.target, SevOK, fmt.Sprintf("the %d documents past their expiry by more than two TTL monitor passes were gone after %s: "+
+					"written after their expiry (old lines imported), not a backlog", p.n, waited), "", nums)
+				continue
+			}
+			if err := d.reportBacklog(ctx, p.c, p.t, p.after, true, m.sleep, p.at, left, waited); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitPasses waits, at most most, for two passes of the TTL monitor of the
+// server admin is on, and says what it waited for.
+func (d *Doctor) waitPasses(ctx context.Context, admin *mongo.Database, m monitorInfo, most time.Duration) (string, error) {
+	if d.passes != nil {
+		return "the TTL monitor's next two passes", d.passes(ctx, admin)
+	}
+	start := time.Now()
+	if !m.counted {
+		wait := min(most, 2*m.sleep+m.sleep/2)
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(wait):
+		}
+		return humanDuration(wait) + " (the server does not count its TTL monitor's passes)", nil
+	}
+	p0, _, _, err := ttlPasses(ctx, admin)
+	if err != nil {
+		return "", fmt.Errorf("serverStatus: %w", err)
+	}
+	poll := min(max(m.sleep/10, 100*time.Millisecond), time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(poll):
+		}
+		p, _, _, err := ttlPasses(ctx, admin)
+		if err != nil {
+			return "", fmt.Errorf("serverStatus: %w", err)
+		}
+		if p >= p0+2 {
+			return "the TTL monitor's next two passes", nil
+		}
+		if time.Since(start) >= most {
+			return fmt.Sprintf("%s, in which the TTL monitor passed %.0f times", humanDuration(time.Since(start).Truncate(time.Second)), p-p0), nil
+		}
+	}
 }
 
 // checkPartitions names the partitions older than partition_keep keeps
@@ -604,8 +755,8 @@ func (d *Doctor) checkTTLChange(ctx context.Context, c *mongo.Collection, cfg *c
 // (serverStatus metrics.ttl, read twice). It returns the monitor's
 // interval (MongoDB's default 60s when the server does not say).
 func (d *Doctor) monitor(ctx context.Context, r *Reader) (time.Duration, error) {
-	if sleep, ok := d.monitors[r.Cfg.URI]; ok {
-		return sleep, nil
+	if m, ok := d.monitors[r.Cfg.URI]; ok {
+		return m.sleep, nil
 	}
 	target := r.Cfg.Redacted()
 	admin := r.DB.Client().Database("admin")
@@ -632,39 +783,45 @@ func (d *Doctor) monitor(ctx context.Context, r *Reader) (time.Duration, error) 
 				"db.adminCommand({setParameter: 1, ttlMonitorEnabled: true})", nums)
 		}
 	}
-	if err := d.monitorPasses(ctx, admin, target, sleep, enabled); err != nil {
+	counted, err := d.monitorPasses(ctx, admin, target, sleep, enabled)
+	if err != nil {
 		return 0, err
 	}
 	if d.monitors == nil {
-		d.monitors = map[string]time.Duration{}
+		d.monitors = map[string]monitorInfo{}
 	}
-	d.monitors[r.Cfg.URI] = sleep
+	d.monitors[r.Cfg.URI] = monitorInfo{sleep: sleep, enabled: enabled, counted: counted}
 	return sleep, nil
 }
 
-// monitorPasses reads serverStatus metrics.ttl twice, Opt.Interval apart,
-// and reports the passes and deletions in between.
-func (d *Doctor) monitorPasses(ctx context.Context, admin *mongo.Database, target string, sleep time.Duration, enabled bool) error {
-	read := func() (passes, deleted float64, ok bool, err error) {
-		var st bson.Raw
-		err = admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		passes, ok = st.Lookup("metrics", "ttl", "passes").AsFloat64OK()
-		deleted, _ = st.Lookup("metrics", "ttl", "deletedDocuments").AsFloat64OK()
-		return passes, deleted, ok, nil
+// ttlPasses reads the TTL monitor's counters (serverStatus metrics.ttl):
+// its passes and the documents it deleted; ok is false when the server
+// does not count them.
+func ttlPasses(ctx context.Context, admin *mongo.Database) (passes, deleted float64, ok bool, err error) {
+	var st bson.Raw
+	if err := admin.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+		return 0, 0, false, err
 	}
+	passes, ok = st.Lookup("metrics", "ttl", "passes").AsFloat64OK()
+	deleted, _ = st.Lookup("metrics", "ttl", "deletedDocuments").AsFloat64OK()
+	return passes, deleted, ok, nil
+}
+
+// monitorPasses reads serverStatus metrics.ttl twice, Opt.Interval apart,
+// and reports the passes and deletions in between; counted is whether the
+// server counts them.
+func (d *Doctor) monitorPasses(ctx context.Context, admin *mongo.Database, target string, sleep time.Duration, enabled bool) (counted bool, err error) {
+	read := func() (float64, float64, bool, error) { return ttlPasses(ctx, admin) }
 	p0, d0, ok, err := read()
 	switch {
 	case refused(err):
 		d.report(CheckTTLMonitor, target, SevInfo, fmt.Sprintf("the server refuses serverStatus (%v): the TTL monitor's passes are not watched", err), "", nil)
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("serverStatus: %w", err)
+		return false, fmt.Errorf("serverStatus: %w", err)
 	case !ok:
 		d.report(CheckTTLMonitor, target, SevInfo, "the server's serverStatus has no metrics.ttl: the TTL monitor's passes are not watched", "", nil)
-		return nil
+		return false, nil
 	}
 	interval := d.Opt.Interval
 	if interval <= 0 {
@@ -672,12 +829,12 @@ func (d *Doctor) monitorPasses(ctx context.Context, admin *mongo.Database, targe
 	}
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return true, ctx.Err()
 	case <-time.After(interval):
 	}
 	p1, d1, _, err := read()
 	if err != nil {
-		return fmt.Errorf("serverStatus: %w", err)
+		return true, fmt.Errorf("serverStatus: %w", err)
 	}
 	nums := map[string]float64{"passes": p1 - p0, "deleted_documents": d1 - d0, "interval_seconds": interval.Seconds(),
 		"deleted_per_second": math.Round((d1-d0)/interval.Seconds()*10) / 10, "passes_total": p1, "deleted_documents_total": d1}
@@ -685,8 +842,8 @@ func (d *Doctor) monitorPasses(ctx context.Context, admin *mongo.Database, targe
 	if enabled && p1 == p0 && interval >= 2*sleep {
 		d.report(CheckTTLMonitor, target, SevProblem, msg+fmt.Sprintf(", though it should pass every %s", shortDuration(sleep)),
 			"the monitor runs on a primary only, and a pass lasts until it has deleted what expired: look at the server's log for TTL lines", nums)
-		return nil
+		return true, nil
 	}
 	d.report(CheckTTLMonitor, target, SevOK, msg, "", nums)
-	return nil
+	return true, nil
 }

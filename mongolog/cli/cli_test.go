@@ -139,6 +139,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"import", "--write_batch", "0", log}, "write_batch"},
 		{[]string{"doctor", "--format", "xml"}, `--format "xml": want text or json`},
 		{[]string{"doctor", "--interval", "x"}, "--interval:"},
+		{[]string{"doctor", "--backlog-wait", "soon"}, `--backlog-wait "soon": want auto, 0 (no wait) or a duration`},
 		{[]string{"doctor", "-c", "/nonexistent/fluent-bit.conf"}, "/nonexistent/fluent-bit.conf"},
 		{[]string{"export", "--from", "2024-06-01", "--to", "2024-06-02"}, "--dir is required"},
 		{[]string{"export", "--dir", t.TempDir(), "--from", "2024-06-01", "--to", "2024-06-02", "--step", "x"}, "--step:"},

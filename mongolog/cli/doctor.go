@@ -18,7 +18,7 @@ var doctorKeys = append(slices.Clone(targetKeys), "dead_letter_collection", "dea
 	"ttl_burst_limit", "ttl_delete_rate", "create_indexes", "indexes")
 
 func doctorCommand(env Env) *cobra.Command {
-	var format, interval, ttl, pluginTTL string
+	var format, interval, ttl, pluginTTL, backlogWait string
 	var asJSON, verbose bool
 	var ratio float64
 	var spaceMin int64
@@ -28,7 +28,8 @@ func doctorCommand(env Env) *cobra.Command {
 		Long: "doctor checks every collection, partition and dead-letter collection of every mongodb output of -c FILE (or\n" +
 			"the one --output names, or the flags' target): the TTL indexes on expireAt and parkedAt against ttl and\n" +
 			"dead_letter_ttl, documents whose expiry field is missing or not a date, the server's TTL monitor (on, its\n" +
-			"interval, its passes over --interval), documents past their expiry by more than two monitor passes,\n" +
+			"interval, its passes over --interval), documents past their expiry by more than two monitor passes and\n" +
+			"still there after its next two (--backlog-wait: a backlog, not old lines imported just now),\n" +
 			"partitions older than partition_keep, the indexes the plugin creates, and storage not returned after\n" +
 			"deletes. --ttl D says what a change of ttl to D would expire at once and whether the plugin spreads it.\n" +
 			"One line per finding with what to do (ok lines with -v); --json prints every finding, ok ones included,\n" +
@@ -55,6 +56,15 @@ func doctorCommand(env Env) *cobra.Command {
 				return fmt.Errorf("--ttl %q: want a duration of 1s or more, as the ttl key takes it (1d, 12h)", ttl)
 			}
 		}
+		switch backlogWait {
+		case "auto":
+		case "0", "off":
+			opt.BacklogWait = -1
+		default:
+			if opt.BacklogWait, err = mongolog.ParseAge(backlogWait); err != nil || opt.BacklogWait <= 0 {
+				return fmt.Errorf("--backlog-wait %q: want auto, 0 (no wait) or a duration (3m)", backlogWait)
+			}
+		}
 		if ratio <= 0 || spaceMin < 0 {
 			return fmt.Errorf("--space-ratio %g, --space-min-mib %d: want a ratio above 0 and a size of 0 or more", ratio, spaceMin)
 		}
@@ -76,6 +86,7 @@ func doctorCommand(env Env) *cobra.Command {
 	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as --format json")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "text: also the checks that passed")
 	cmd.Flags().StringVar(&interval, "interval", "5s", "time between the two reads of the TTL monitor's passes")
+	cmd.Flags().StringVar(&backlogWait, "backlog-wait", "auto", "the most to wait for the TTL monitor's next two passes before documents past their expiry are a backlog (auto: 3 of its intervals; 0: no wait)")
 	cmd.Flags().StringVar(&ttl, "ttl", "", "what a change of ttl to this duration would expire at once")
 	cmd.Flags().StringVar(&pluginTTL, "plugin_ttl", "", "the plugin's ttl key, for a target given by flags (with -c: the file's)")
 	cmd.Flags().Float64Var(&ratio, "space-ratio", 2, "storageSize above this many times dataSize is space not returned")
@@ -113,7 +124,7 @@ func runDoctor(cmd *cobra.Command, outs []mongolog.Output, sel mongolog.Select, 
 					return err
 				}
 			}
-			return nil
+			return d.Finish(cmd.Context())
 		}()
 		if err != nil {
 			if o.Name != "" {
