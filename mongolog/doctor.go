@@ -176,7 +176,8 @@ func (d *Doctor) report(check, target, sev, msg, advice string, nums map[string]
 // collection (indexes, TTL index, expiry fields, backlog, space, and
 // with Opt.TTL what that ttl would expire), and partitions past
 // partition_keep. A server that refuses a command is named in a finding;
-// one that does not answer is an error.
+// one that does not answer is an error. Documents past their expiry that
+// the TTL monitor may still delete are judged by Finish.
 func (d *Doctor) Check(ctx context.Context, r *Reader) error {
 	sleep, err := d.monitor(ctx, r)
 	if err != nil {
