@@ -3,7 +3,7 @@ GO ?= go
 SO := build/out_mongodb.so
 SOURCES := $(shell find . -path ./test -prune -o -name '*.go' -not -name '*_test.go' -print) go.mod go.sum
 # Packages that must build without cgo: everything but plugin/.
-PURE := ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/...
+PURE := ./bsonscan/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/...
 # Fuzz budgets are counts of executions, not durations: with a duration,
 # Go 1.26's fuzz coordinator can report "context deadline exceeded" at the
 # deadline on a loaded machine (golang/go#75804, fixed in Go 1.27), failing
@@ -40,10 +40,12 @@ integration: build
 
 # Each fuzz target for FUZZTIME (make fuzz runs them longer).
 fuzz-short:
-	@for t in $$($(GO) test ./parser -list 'Fuzz.*' | grep ^Fuzz); do \
-		echo "fuzz $$t for $(FUZZTIME)"; \
-		out=$$($(GO) test ./parser -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) 2>&1) || { echo "$$out"; exit 1; }; \
-		echo "$$out" | tail -1; \
+	@for p in $$(grep -l '^func Fuzz' $$(find . -path ./test -prune -o -name '*_test.go' -print) | xargs -n1 dirname | sort -u); do \
+		for t in $$($(GO) test $$p -list 'Fuzz.*' | grep ^Fuzz); do \
+			echo "fuzz $$p $$t for $(FUZZTIME)"; \
+			out=$$($(GO) test $$p -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) 2>&1) || { echo "$$out"; exit 1; }; \
+			echo "$$out" | tail -1; \
+		done; \
 	done
 
 fuzz:

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 )
 
 const testURI = "mongodb://localhost:27017"
@@ -91,10 +91,10 @@ func defaultConfig() *Config {
 
 // staticTargets are the templates of names without placeholders.
 func staticTargets(db, coll, dl string) Targets {
-	d, _ := target.ParseDatabase(db)
-	c, _ := target.Parse(coll)
-	l, _ := target.Parse(dl)
-	for _, t := range []*target.Template{d, c, l} {
+	d, _ := naming.ParseDatabase(db)
+	c, _ := naming.Parse(coll)
+	l, _ := naming.Parse(dl)
+	for _, t := range []*naming.Template{d, c, l} {
 		t.Missing = "unknown"
 	}
 	return Targets{Database: d, Collection: c, DeadLetter: l}

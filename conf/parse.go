@@ -13,8 +13,8 @@ import (
 	"unicode"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
 
 // Error is one configuration problem. Its message is
@@ -79,8 +79,8 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 // readConnection reads where to connect and what to write to.
 func (r *reader) readConnection(c *Config, env func(string) string, readFile func(string) ([]byte, error)) {
 	c.URI, c.URISource = r.uri(env, readFile)
-	c.Database = r.templateName("database", checkDatabase, target.ParseDatabase)
-	c.Collection = r.templateName("collection", checkCollection, target.Parse)
+	c.Database = r.templateName("database", checkDatabase, naming.ParseDatabase)
+	c.Collection = r.templateName("collection", checkCollection, naming.Parse)
 	c.TargetMissing = r.targetValue("target_missing")
 	c.TargetOverflow = r.targetValue("target_overflow")
 	c.TargetLimit = r.integer("target_limit")
@@ -841,7 +841,7 @@ func (r *reader) fieldCombinations(c *Config) {
 // against MongoDB's limits.
 func (r *reader) namespaceLengths(c *Config) {
 	if isTemplate(c.Collection) {
-		return // every resolved name is fitted (see target.Template.Resolve)
+		return // every resolved name is fitted (see naming.Template.Resolve)
 	}
 	dbLen := len(c.Database)
 	if isTemplate(c.Database) {

@@ -5,14 +5,14 @@ import (
 	"strings"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 )
 
 // Targets are database, collection and dead_letter_collection parsed as
-// templates (see package target). A name without a placeholder is a static
+// templates (see package naming). A name without a placeholder is a static
 // template: its name is the text itself.
 type Targets struct {
-	Database, Collection, DeadLetter *target.Template
+	Database, Collection, DeadLetter *naming.Template
 }
 
 // Templated reports whether a record's database, collection or
@@ -31,7 +31,7 @@ func derivedDeadLetter(collection string) string {
 	if !isTemplate(collection) {
 		return collection + deadLetterSuffix
 	}
-	t, err := target.Parse(collection)
+	t, err := naming.Parse(collection)
 	if err != nil {
 		return collection + deadLetterSuffix
 	}
@@ -40,7 +40,7 @@ func derivedDeadLetter(collection string) string {
 
 // templateName reads a database or collection name: a template when it
 // holds a '$' (its syntax checked by parse), else a name checked by valid.
-func (r *reader) templateName(key string, valid func(string) string, parse func(string) (*target.Template, error)) string {
+func (r *reader) templateName(key string, valid func(string) string, parse func(string) (*naming.Template, error)) string {
 	v, _ := r.raw(key)
 	if isTemplate(v) {
 		if _, err := parse(v); err != nil {
@@ -61,7 +61,7 @@ func checkTemplate(v string) string {
 	if !isTemplate(v) {
 		return checkCollection(v)
 	}
-	if _, err := target.Parse(v); err != nil {
+	if _, err := naming.Parse(v); err != nil {
 		return "template: " + err.Error()
 	}
 	return ""
@@ -94,16 +94,16 @@ func (r *reader) targets(c *Config) {
 	if !r.good("database", "collection", "dead_letter_collection", "partition", "target_missing") || c.DeadLetterCollection == "" {
 		return
 	}
-	parse := func(key, v string, parse func(string) (*target.Template, error)) *target.Template {
+	parse := func(key, v string, parse func(string) (*naming.Template, error)) *naming.Template {
 		t, err := parse(v)
 		if err != nil {
 			r.invalid(key, v, err.Error())
 		}
 		return t
 	}
-	db := parse("database", c.Database, target.ParseDatabase)
-	coll := parse("collection", c.Collection, target.Parse)
-	dl := parse("dead_letter_collection", c.DeadLetterCollection, target.Parse)
+	db := parse("database", c.Database, naming.ParseDatabase)
+	coll := parse("collection", c.Collection, naming.Parse)
+	dl := parse("dead_letter_collection", c.DeadLetterCollection, naming.Parse)
 	if db == nil || coll == nil || dl == nil {
 		return
 	}
@@ -115,7 +115,7 @@ func (r *reader) targets(c *Config) {
 	if db.Static() && coll.Static() && dl.Static() {
 		r.targetKeysUnused()
 	}
-	for _, t := range []*target.Template{db, coll, dl} {
+	for _, t := range []*naming.Template{db, coll, dl} {
 		t.Missing = c.TargetMissing
 	}
 	if c.Partition != PartitionNone {
@@ -136,7 +136,7 @@ func (r *reader) targetKeysUnused() {
 
 // unboundField is a field dl reads that neither db nor coll does, written
 // as in a template ($['a']['b']), or "".
-func unboundField(dl, db, coll *target.Template) string {
+func unboundField(dl, db, coll *naming.Template) string {
 	known := append(db.Fields(), coll.Fields()...)
 	for _, f := range dl.Fields() {
 		if !slices.ContainsFunc(known, func(k []string) bool { return slices.Equal(k, f) }) {

@@ -24,9 +24,9 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/metrics"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
@@ -329,7 +329,7 @@ func targets(cfg *conf.Config) *sink.Targets {
 	if !t.Templated() {
 		return nil
 	}
-	return &sink.Targets{Target: target.Target{Database: t.Database, Collection: t.Collection}, DeadLetter: t.DeadLetter,
+	return &sink.Targets{Target: naming.Pair{Database: t.Database, Collection: t.Collection}, DeadLetter: t.DeadLetter,
 		Qualified: qualified(cfg), Limit: cfg.TargetLimit, Overflow: cfg.TargetOverflow}
 }
 

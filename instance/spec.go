@@ -12,7 +12,3 @@ import (
 func Spec(cfg *conf.Config, coll string) layout.Spec {
 	return spec(cfg, coll == cfg.DeadLetterCollection)
 }
-
-// SpecOf is how an instance of cfg creates and keeps a collection
-// (deadLetter: a dead-letter collection), whatever its name.
-func SpecOf(cfg *conf.Config, deadLetter bool) layout.Spec { return spec(cfg, deadLetter) }

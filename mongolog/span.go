@@ -15,7 +15,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 )
 
 // Select narrows the targets a read covers: a glob of path.Match (k8s_*,
@@ -197,9 +197,9 @@ func deadLetterOf(cfg *conf.Config, coll string) string {
 }
 
 // cut reports whether name ends as a name cut to fit does: '_' and
-// target.HashDigits hex digits.
+// naming.HashDigits hex digits.
 func cut(name string) bool {
-	i := len(name) - target.HashDigits - 1
+	i := len(name) - naming.HashDigits - 1
 	return i > 0 && name[i] == '_' && strings.Trim(name[i+1:], "0123456789abcdef") == ""
 }
 

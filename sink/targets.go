@@ -10,21 +10,21 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Targets name each record's collection and dead-letter collection from
-// templates of its tag and fields (see package target).
+// templates of its tag and fields (see package naming).
 type Targets struct {
-	Target     target.Target    // the database and collection templates
-	DeadLetter *target.Template // the dead-letter collection's, in the record's database
+	Target     naming.Pair      // the database and collection templates
+	DeadLetter *naming.Template // the dead-letter collection's, in the record's database
 	// Qualified: names are "<database>.<collection>" (the database is a
 	// template; see writer.SplitNamespace); else collections of the
 	// store's database.
 	Qualified bool
-	// Limit bounds the distinct targets (see target.Set); a record whose
+	// Limit bounds the distinct targets (see naming.Set); a record whose
 	// target would be a new one beyond it goes to the overflow target:
 	// its record placeholders replaced by Overflow. Overflow targets are
 	// bounded by Limit too, apart; beyond, a record goes to the overflow
@@ -51,8 +51,8 @@ const maxWhere = 3
 // router resolves targets. It is safe for concurrent use.
 type router struct {
 	t        *Targets
-	set      *target.Set // the records' own targets
-	overflow *target.Set // the overflow targets
+	set      *naming.Set // the records' own targets
+	overflow *naming.Set // the overflow targets
 
 	mu       sync.Mutex
 	over     int64    // records sent to an overflow target since the last warning
@@ -67,7 +67,7 @@ func newRouter(t *Targets) *router {
 	if t == nil {
 		return nil
 	}
-	return &router{t: t, set: target.NewSet(t.Limit), overflow: target.NewSet(t.Limit)}
+	return &router{t: t, set: naming.NewSet(t.Limit), overflow: naming.NewSet(t.Limit)}
 }
 
 // openExisting opens the targets that exist already, once. An error that
@@ -141,7 +141,7 @@ func (rt *router) resolve(tag string, rec bson.Raw) dest {
 // the tag alone) sent to d: in d's database, its record placeholders
 // replaced as d's were.
 func (rt *router) deadLetter(tag string, rec bson.Raw, d dest) string {
-	t := target.Target{Database: rt.t.Target.Database, Collection: rt.t.DeadLetter}
+	t := naming.Pair{Database: rt.t.Target.Database, Collection: rt.t.DeadLetter}
 	var db, coll string
 	switch d.over {
 	case 0:
@@ -173,7 +173,7 @@ func (r *routes) of(i int) dest {
 // dests resolves the destination of each record of b and counts those
 // sent to an overflow target. A template of the tag alone is resolved
 // once; records whose field values are equal share a destination, resolved
-// once (see target.Target.AppendKey).
+// once (see naming.Pair.AppendKey).
 func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over int) {
 	r = &routes{}
 	if len(b.Records) == 0 {

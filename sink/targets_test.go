@@ -9,24 +9,24 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 )
 
 func testRouter(t testing.TB, db, coll string, limit int) *router {
 	t.Helper()
-	d, err := target.ParseDatabase(db)
+	d, err := naming.ParseDatabase(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := target.Parse(coll)
+	c, err := naming.Parse(coll)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dl, err := target.Parse(c.Suffixed("_dead"))
+	dl, err := naming.Parse(c.Suffixed("_dead"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newRouter(&Targets{Target: target.Target{Database: d, Collection: c}, DeadLetter: dl,
+	return newRouter(&Targets{Target: naming.Pair{Database: d, Collection: c}, DeadLetter: dl,
 		Qualified: !d.Static(), Limit: limit, Overflow: "other"})
 }
 

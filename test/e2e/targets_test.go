@@ -20,8 +20,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 )
 
 // nsCase is a namespace value and the collection it must land in.
@@ -36,15 +36,15 @@ type nsCase struct {
 // hash of the whole.
 func nsCases(t *testing.T, db string) []nsCase {
 	long := strings.Repeat("n", 10<<10)
-	tm, err := target.Parse("k8s_$kubernetes['namespace_name']")
+	tm, err := naming.Parse("k8s_$kubernetes['namespace_name']")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbt, err := target.ParseDatabase(db)
+	dbt, err := naming.ParseDatabase(db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, longName, _ := target.Target{Database: dbt, Collection: tm}.Resolve("", mustRaw(t, bson.D{{Key: "kubernetes", Value: bson.D{{Key: "namespace_name", Value: long}}}}))
+	_, longName, _ := naming.Pair{Database: dbt, Collection: tm}.Resolve("", mustRaw(t, bson.D{{Key: "kubernetes", Value: bson.D{{Key: "namespace_name", Value: long}}}}))
 	if len(longName) > 255-1-len(db) || !strings.HasPrefix(longName, "k8s_nnnn") {
 		t.Fatalf("the long value resolves to %q (%d bytes)", longName, len(longName))
 	}
@@ -413,19 +413,19 @@ func templated(t *testing.T, mode sink.Mode) sink.Options {
 	if mode == sink.ModeFlat {
 		opt.Grouper = bucketer.Config{}
 	}
-	db, err := target.ParseDatabase("unused")
+	db, err := naming.ParseDatabase("unused")
 	if err != nil {
 		t.Fatal(err)
 	}
-	coll, err := target.Parse("k_$ns")
+	coll, err := naming.Parse("k_$ns")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := target.Parse("k_$['ns']_dead")
+	dead, err := naming.Parse("k_$['ns']_dead")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opt.Targets = &sink.Targets{Target: target.Target{Database: db, Collection: coll}, DeadLetter: dead, Limit: 1000, Overflow: "other"}
+	opt.Targets = &sink.Targets{Target: naming.Pair{Database: db, Collection: coll}, DeadLetter: dead, Limit: 1000, Overflow: "other"}
 	return opt
 }
 

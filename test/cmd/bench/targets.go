@@ -9,9 +9,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/target"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
@@ -41,12 +41,12 @@ func median(xs []float64) float64 {
 // withTemplate is opt writing to the collection template src, at most
 // limit targets.
 func withTemplate(opt sink.Options, src string, limit int) (sink.Options, error) {
-	coll, err := target.Parse(src)
+	coll, err := naming.Parse(src)
 	if err != nil || coll.Static() {
 		return opt, err
 	}
-	db, _ := target.ParseDatabase("fluentbit")
-	opt.Targets = &sink.Targets{Target: target.Target{Database: db, Collection: coll}, DeadLetter: coll, Limit: limit, Overflow: "other"}
+	db, _ := naming.ParseDatabase("fluentbit")
+	opt.Targets = &sink.Targets{Target: naming.Pair{Database: db, Collection: coll}, DeadLetter: coll, Limit: limit, Overflow: "other"}
 	return opt, nil
 }
 

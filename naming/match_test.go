@@ -1,4 +1,4 @@
-package target
+package naming
 
 import (
 	"strings"
@@ -70,7 +70,7 @@ func TestMatchesWhatResolves(t *testing.T) {
 // overflow value, tag placeholders any value; OverflowedAll reads the tag
 // placeholders as the overflow value too, and its target matches as well.
 func TestMatchesOverflow(t *testing.T) {
-	tg := Target{Database: mustParse(t, "k8s_$TAG[1]", Database), Collection: mustParse(t, "logs_$['ns']_$TAG", Collection)}
+	tg := Pair{Database: mustParse(t, "k8s_$TAG[1]", Database), Collection: mustParse(t, "logs_$['ns']_$TAG", Collection)}
 	for _, c := range []struct {
 		db, coll string
 		want     bool

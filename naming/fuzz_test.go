@@ -1,4 +1,4 @@
-package target
+package naming
 
 import (
 	"errors"
@@ -53,7 +53,7 @@ func FuzzResolve(f *testing.F) {
 				}
 			}
 			checkName(t, tpl.Overflowed(tag, value), k, MaxDatabaseBytes, 0)
-			db, coll, _ := Target{Database: tpl, Collection: tpl}.Resolve(tag, rec)
+			db, coll, _ := Pair{Database: tpl, Collection: tpl}.Resolve(tag, rec)
 			checkName(t, db, Database, 0, 0)
 			checkName(t, coll, Collection, len(db), 0)
 		}

@@ -1,4 +1,4 @@
-package target
+package naming
 
 import (
 	"crypto/sha256"
@@ -276,7 +276,7 @@ func TestLimits(t *testing.T) {
 		tpl := mustParse(t, long, Collection)
 		tpl.Reserve = tc.reserve
 		db := strings.Repeat("d", max(tc.dbLen, 1))
-		_, got, _ := Target{Database: mustParse(t, db, Database), Collection: tpl}.Resolve("t", nil)
+		_, got, _ := Pair{Database: mustParse(t, db, Database), Collection: tpl}.Resolve("t", nil)
 		if tc.dbLen >= 1 && tc.dbLen <= 63 {
 			if len(got) != tc.want {
 				t.Errorf("db %d bytes, reserve %d: collection of %d bytes, want %d", tc.dbLen, tc.reserve, len(got), tc.want)
@@ -288,14 +288,14 @@ func TestLimits(t *testing.T) {
 	}
 	// A name exactly at its limit is kept whole.
 	exact := strings.Repeat("e", 200)
-	if _, got, _ := (Target{mustParse(t, "db", Database), mustParse(t, exact, Collection)}).Resolve("t", nil); got != exact {
+	if _, got, _ := (Pair{mustParse(t, "db", Database), mustParse(t, exact, Collection)}).Resolve("t", nil); got != exact {
 		t.Errorf("200-byte name changed to %q", got)
 	}
 }
 
-func TestTarget(t *testing.T) {
+func TestPair(t *testing.T) {
 	rec := doc(t, bson.D{{Key: "team", Value: "Pay"}, {Key: "svc", Value: "api.v1"}})
-	tg := Target{Database: mustParse(t, "logs_$team", Database), Collection: mustParse(t, "$TAG[0].$svc.$env", Collection)}
+	tg := Pair{Database: mustParse(t, "logs_$team", Database), Collection: mustParse(t, "$TAG[0].$svc.$env", Collection)}
 	db, coll, missing := tg.Resolve("kube.x", rec)
 	if db != "logs_pay" || coll != "kube.api_v1.unknown" || !missing {
 		t.Errorf("Resolve = %q %q %v", db, coll, missing)
@@ -310,7 +310,7 @@ func TestTarget(t *testing.T) {
 	}
 	// The collection's limit counts the database name the record gets.
 	long := strings.Repeat("t", 80)
-	tg = Target{Database: mustParse(t, "$team", Database), Collection: mustParse(t, "$svc", Collection)}
+	tg = Pair{Database: mustParse(t, "$team", Database), Collection: mustParse(t, "$svc", Collection)}
 	for _, team := range []string{"a", strings.Repeat("b", 63)} {
 		db, coll, _ := tg.Resolve("t", doc(t, bson.D{{Key: "team", Value: team}, {Key: "svc", Value: strings.Repeat(long, 4)}}))
 		checkName(t, db, Database, 0, 0)
@@ -321,10 +321,10 @@ func TestTarget(t *testing.T) {
 	}
 }
 
-// TestTargetKinds: a Target resolves each template as its slot's kind, so
+// TestPairKinds: a Pair resolves each template as its slot's kind, so
 // even a template parsed for the other kind gives valid names.
-func TestTargetKinds(t *testing.T) {
-	tg := Target{Database: mustParse(t, "a.b $TAG", Collection), Collection: mustParse(t, "system_x", Database)}
+func TestPairKinds(t *testing.T) {
+	tg := Pair{Database: mustParse(t, "a.b $TAG", Collection), Collection: mustParse(t, "system_x", Database)}
 	db, coll, _ := tg.Resolve("Up", nil)
 	if db != "a_b_up" || coll != "system_x" {
 		t.Errorf("got %q %q", db, coll)
@@ -400,7 +400,7 @@ func TestCutAtEveryLength(t *testing.T) {
 // Records with equal keys resolve to equal names; records whose names
 // differ have different keys.
 func TestAppendKey(t *testing.T) {
-	tg := Target{Database: mustParse(t, "db_$TAG", Database), Collection: mustParse(t, "k_$['ns']_$a['b']", Collection)}
+	tg := Pair{Database: mustParse(t, "db_$TAG", Database), Collection: mustParse(t, "k_$['ns']_$a['b']", Collection)}
 	recs := []bson.Raw{
 		doc(t, bson.D{{Key: "ns", Value: "x"}}),
 		doc(t, bson.D{{Key: "ns", Value: "x"}, {Key: "other", Value: 1}}),

@@ -1,4 +1,4 @@
-package target
+package naming
 
 import (
 	"crypto/sha256"

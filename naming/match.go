@@ -1,4 +1,4 @@
-package target
+package naming
 
 import "strings"
 
@@ -109,6 +109,6 @@ func (t *Template) MatchesOverflow(name, overflow string) bool {
 
 // MatchesOverflow reports whether (db, coll) is an overflow target
 // Overflowed or OverflowedAll can give (see Template.MatchesOverflow).
-func (t Target) MatchesOverflow(db, coll, overflow string) bool {
+func (t Pair) MatchesOverflow(db, coll, overflow string) bool {
 	return t.Database.MatchesOverflow(db, overflow) && t.Collection.MatchesOverflow(coll, overflow)
 }

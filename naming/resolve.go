@@ -1,4 +1,4 @@
-package target
+package naming
 
 import (
 	"encoding/binary"
@@ -42,7 +42,7 @@ import (
 // collision. L is MaxDatabaseBytes for a database; for a collection it is
 // min(MaxCollectionBytes, MaxNamespaceBytes-1-dbLen) - min(Reserve,
 // MaxReserve), where Resolve takes dbLen as MaxDatabaseBytes (room for any
-// database name) and Target.Resolve the real one. Resolve keeps at most 256
+// database name) and Pair.Resolve the real one. Resolve keeps at most 256
 // bytes of a name and hashes the rest as it goes: a value of any size
 // costs time in proportion to its length and no more memory.
 func (t *Template) Resolve(tag string, rec bson.Raw) (name string, missing bool) {
@@ -61,17 +61,17 @@ func (t *Template) Overflowed(tag, overflow string) string {
 	return name
 }
 
-// Target is a database template and a collection template, resolved
+// Pair is a database template and a collection template, resolved
 // together so that the collection's limit counts the database name the
 // record really gets. Both must be set.
-type Target struct {
+type Pair struct {
 	Database   *Template // resolved as a database name whatever it was parsed for
 	Collection *Template // resolved as a collection name
 }
 
 // Resolve is the record's database and collection, as Template.Resolve
 // gives each; missing reports a missing value in either.
-func (t Target) Resolve(tag string, rec bson.Raw) (db, coll string, missing bool) {
+func (t Pair) Resolve(tag string, rec bson.Raw) (db, coll string, missing bool) {
 	db, m1 := t.Database.resolve(Database, tag, rec, 0, "")
 	coll, m2 := t.Collection.resolve(Collection, tag, rec, len(db), "")
 	return db, coll, m1 || m2
@@ -79,7 +79,7 @@ func (t Target) Resolve(tag string, rec bson.Raw) (db, coll string, missing bool
 
 // Overflowed is the overflow target for this tag, as
 // Template.Overflowed gives each name.
-func (t Target) Overflowed(tag, overflow string) (db, coll string) {
+func (t Pair) Overflowed(tag, overflow string) (db, coll string) {
 	if overflow == "" {
 		overflow = DefaultOverflow
 	}
@@ -91,7 +91,7 @@ func (t Target) Overflowed(tag, overflow string) (db, coll string) {
 // OverflowedAll is the overflow target whose tag placeholders are
 // replaced by overflow as well ("" means DefaultOverflow): $TAG and every
 // $TAG[N] read as overflow.
-func (t Target) OverflowedAll(overflow string) (db, coll string) {
+func (t Pair) OverflowedAll(overflow string) (db, coll string) {
 	if overflow == "" {
 		overflow = DefaultOverflow
 	}
@@ -258,7 +258,7 @@ func lookup(doc []byte, path []string) (bsoncore.Value, bool) {
 // tag: the type and bytes of each field placeholder's value (a marker when
 // absent). Two records of one tag with equal keys resolve to equal names,
 // so a caller may resolve once per key. It allocates nothing.
-func (t Target) AppendKey(dst []byte, rec bson.Raw) []byte {
+func (t Pair) AppendKey(dst []byte, rec bson.Raw) []byte {
 	for _, tm := range []*Template{t.Database, t.Collection} {
 		for i := range tm.parts {
 			p := &tm.parts[i]

@@ -1,4 +1,4 @@
-// Package target turns a name template, such as "logs_$TAG[1]" or
+// Package naming turns a name template, such as "logs_$TAG[1]" or
 // "$kubernetes['namespace_name']", into MongoDB database and collection
 // names for each record: the tag and record fields fill the placeholders,
 // every value is made safe, and the name always obeys MongoDB's rules.
@@ -7,7 +7,7 @@
 // fails: a missing value becomes Template.Missing, a long name is cut and
 // marked with a hash (see Template.Resolve), and a Set bounds how many
 // distinct targets records may open.
-package target
+package naming
 
 import (
 	"slices"
