@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bsonscan"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -135,9 +136,9 @@ func lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 }
 
 // FieldName turns a dotted path or a counted value into one safe field
-// name, escaped as record fields are (parser.SafeName).
+// name, escaped as record fields are (model.SafeName).
 func (c *Config) FieldName(s string) string {
-	return parser.SafeName(s, c.ReplaceDot, c.ReplaceDollar)
+	return model.SafeName(s, c.ReplaceDot, c.ReplaceDollar)
 }
 
 // Stat is the numeric summary of one field over some records.

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -145,8 +146,8 @@ func TestCountedValueNames(t *testing.T) {
 		if len(s.Counts) != 1 || s.Counts[0].Value != tc.want {
 			t.Errorf("value %q: counts %+v, want %q", tc.value, s.Counts, tc.want)
 		}
-		if got := parser.SafeName(tc.value, "_", "_"); tc.value != long && got != tc.want {
-			t.Errorf("parser.SafeName(%q) = %q, want %q", tc.value, got, tc.want)
+		if got := model.SafeName(tc.value, "_", "_"); tc.value != long && got != tc.want {
+			t.Errorf("model.SafeName(%q) = %q, want %q", tc.value, got, tc.want)
 		}
 	}
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // The fields of a bucket.
@@ -87,7 +85,7 @@ func (d Docs) KeyPath(field string) string { return Key + "." + d.KeyName(field)
 
 // KeyName is the name a bucket_key path has inside the bucket's key.
 func (d Docs) KeyName(field string) string {
-	return parser.SafeName(field, d.KeyReplaceDot, d.KeyReplaceDollar)
+	return SafeName(field, d.KeyReplaceDot, d.KeyReplaceDollar)
 }
 
 // LookupIndex is the index the writer finds a group's buckets by: the key,

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // writer appends BSON for one record document. It also implements FieldSink,
@@ -63,74 +65,12 @@ func appendString(dst, raw []byte) []byte {
 	return append(dst, 0)
 }
 
-// cleanName reports whether key needs no rewriting: it is not empty, does
-// not start with "$" and holds no "." or NUL and only valid UTF-8. One pass
-// for the usual short ASCII name.
-func cleanName(key []byte) bool {
-	if len(key) == 0 || key[0] == '$' {
-		return false
-	}
-	for i, c := range key {
-		switch {
-		case c == '.' || c == 0:
-			return false
-		case c >= utf8.RuneSelf:
-			return utf8.Valid(key[i:]) && !slices.ContainsFunc(key[i:], func(c byte) bool { return c == '.' || c == 0 })
-		}
-	}
-	return true
-}
-
-// AppendName appends key made safe as a MongoDB field name: "." becomes
-// dot, a leading "$" becomes dollar, NUL becomes "_", invalid UTF-8 becomes
-// U+FFFD and an empty name becomes "_empty". The rules hold for the
-// rewritten name too: with empty replacements "$" or "." would become "",
-// and "..$x" would start with "$". An empty dollar strips every leading
-// "$"; one that starts with "$" counts as "_". It is the one escaping of field
-// names: record fields, bucket keys and counted values all go through it.
-func AppendName(dst, key []byte, dot, dollar string) []byte {
-	if cleanName(key) {
-		return append(dst, key...)
-	}
-	start := len(dst)
-	s := validString(key)
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '.':
-			dst = append(dst, dot...)
-		case 0:
-			dst = append(dst, '_')
-		default:
-			dst = append(dst, s[i])
-		}
-	}
-	if strings.HasPrefix(dollar, "$") {
-		dollar = "_" // not a replacement: it would loop
-	}
-	for len(dst) > start && dst[start] == '$' {
-		dst = slices.Delete(dst, start, start+1)
-		dst = slices.Insert(dst, start, []byte(dollar)...)
-	}
-	if len(dst) == start {
-		dst = append(dst, "_empty"...)
-	}
-	return dst
-}
-
-// SafeName is AppendName for a string.
-func SafeName(key, dot, dollar string) string {
-	if cleanName([]byte(key)) {
-		return key
-	}
-	return string(AppendName(nil, []byte(key), dot, dollar))
-}
-
-// appendName appends a field name made safe (see AppendName) and its NUL.
+// appendName appends a field name made safe (see model.AppendName) and its NUL.
 // At the top level a name that is (or was rewritten to) a reserved name
 // gets a "_" prefix.
 func (w *writer) appendName(dst, key []byte, top bool) []byte {
 	start := len(dst)
-	dst = AppendName(dst, key, w.d.opt.ReplaceDot, w.d.opt.ReplaceDollar)
+	dst = model.AppendName(dst, key, w.d.opt.ReplaceDot, w.d.opt.ReplaceDollar)
 	if _, reserved := w.d.reserved.get(dst[start:]); top && reserved {
 		dst = slices.Insert(dst, start, '_')
 	}
