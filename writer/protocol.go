@@ -13,7 +13,12 @@ import (
 // The bucket protocol, as transitions: what one group's write does next,
 // decided from its state and the outcome of the last thing it did. Nothing
 // here sends a command, reads a clock or waits: the executor (rounds)
-// carries out each action and feeds its outcome back through next.
+// carries out each action and feeds its outcome back, through next or the
+// typed entry of its event (onPlan, onReply, onPing, onProbe, onRead: the
+// same transitions without an allocation per statement), and puts a write
+// just planned off to the next round with hold (another write of the round
+// is on its bucket). Those are the only ways a group write's state changes;
+// the executor reads it (p, inDoubt, ownCommand) to build statements.
 //
 // A group write plans a write (write: send the statement of p), sends it
 // with the round's other statements, and takes its reply: the records are
