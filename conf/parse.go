@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
@@ -576,7 +577,7 @@ func (r *reader) shardKey(c *Config) []ShardField {
 	case "none":
 		return nil
 	case "hashed_id":
-		return []ShardField{{Name: "_id", Hashed: true}}
+		return []ShardField{{Name: model.ID, Hashed: true}}
 	}
 	if c.Mode == ModeFlat {
 		r.invalid("shard_key", v, "mode flat shards only on a hashed _id (its _id grows with time and would make one shard hot): use none or hashed_id")
@@ -589,7 +590,7 @@ func (r *reader) shardKey(c *Config) []ShardField {
 			out = append(out, ShardField{Name: f})
 		}
 		if c.BucketWindow > 0 {
-			out = append(out, ShardField{Name: "start"})
+			out = append(out, ShardField{Name: model.Start})
 		}
 		return out
 	}
@@ -601,9 +602,9 @@ func (r *reader) shardKey(c *Config) []ShardField {
 		switch {
 		case isHashed && suffix != "hashed":
 			why = strconv.Quote(item) + ": the only suffix is :hashed"
-		case name == "start" && c.BucketWindow == 0:
+		case name == model.Start && c.BucketWindow == 0:
 			why = "start needs a bucket_window (bucket_window is 0: buckets have no start)"
-		case name != "_id" && name != "start" && !slices.Contains(keyFields, name):
+		case name != model.ID && name != model.Start && !slices.Contains(keyFields, name):
 			why = strconv.Quote(name) + " is not _id, start or a bucket_key field (" + strings.Join(keyFields, ",") + "): the update filter names only those"
 		}
 		if isHashed {
@@ -614,7 +615,7 @@ func (r *reader) shardKey(c *Config) []ShardField {
 	if why == "" && hashed > 1 {
 		why = "at most one field can be hashed"
 	}
-	if why == "" && out[0].Name == "start" {
+	if why == "" && out[0].Name == model.Start {
 		why = "a key that starts with start sends every new write to the shard holding the newest windows; put a key field (or _id) first"
 	}
 	if why != "" {
@@ -989,7 +990,7 @@ func checkListen(v string) string {
 
 // checkFieldName checks a top-level field name the plugin writes.
 func checkFieldName(s string) string {
-	if s == "_id" {
+	if s == model.ID {
 		return "_id is the document id"
 	}
 	return checkReplacement(s)
@@ -998,7 +999,7 @@ func checkFieldName(s string) string {
 // checkIDKey checks id_key: "" (off) or a top-level field name as stored.
 func checkIDKey(s string) string {
 	switch {
-	case s == "_id":
+	case s == model.ID:
 		return "a record's own _id field is stored as __id: name that field (__id) instead"
 	case strings.Contains(s, "."):
 		return "must be a top-level field name: nested paths are not supported, and a field named with a '.' is stored with key_replace_dot in its place"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -152,7 +153,7 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	opt.Grouper.TagKey = opt.TagKey
 	opt.Grouper.ReplaceDot, opt.Grouper.ReplaceDollar = opt.Decoder.ReplaceDot, opt.Decoder.ReplaceDollar
 	if opt.Mode == ModeFlat {
-		opt.Decoder.Reserved = append(opt.Decoder.Reserved, "_id", opt.TagKey)
+		opt.Decoder.Reserved = append(opt.Decoder.Reserved, model.ID, opt.TagKey)
 	} else if opt.IDKey != "" {
 		return nil, fmt.Errorf("id_key %q needs mode flat", opt.IDKey)
 	}

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -73,7 +74,7 @@ func tagFilter(tag uint32) bsoncore.Document {
 // start at position at.
 func tagAt(d bson.Raw, at int, tag uint32) bool {
 	pos := 0
-	ops, _ := d.Lookup("ops").ArrayOK()
+	ops, _ := d.Lookup(model.Ops).ArrayOK()
 	vals, _ := ops.Values()
 	for _, v := range vals {
 		i, ok := v.Int32OK()
@@ -120,8 +121,8 @@ func OpRuns(d bson.Raw) []OpRun {
 // runs splits a bucket's logs by its ops. A bucket whose arrays disagree
 // (more entries claimed than there are) yields the runs that are whole.
 func runs(d bson.Raw) []run {
-	ops, _ := d.Lookup("ops").ArrayOK()
-	logs, _ := d.Lookup("logs").ArrayOK()
+	ops, _ := d.Lookup(model.Ops).ArrayOK()
+	logs, _ := d.Lookup(model.Logs).ArrayOK()
 	opVals, _ := ops.Values()
 	entries, _ := logs.Values()
 	var out []run
