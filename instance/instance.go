@@ -21,6 +21,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/metrics"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
@@ -28,7 +29,6 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // reportEvery is how often a summary line is logged at info.
@@ -406,7 +406,7 @@ func (in *Instance) learnServer(ctx context.Context) error {
 	}
 	info, err := in.info.BuildInfo(ctx)
 	switch {
-	case errclass.Of(err).Refusal():
+	case errkind.Of(err).Refusal():
 		in.known = true
 		in.log.Debugf("buildInfo refused (%v): writing as to MongoDB", err)
 		return nil

@@ -2,7 +2,6 @@ package layout
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 )
 
 // Logger is where the keeper reports.
@@ -147,7 +146,7 @@ func (k *Keeper) background(coll, kind string, fn func(ctx context.Context)) {
 // Prepare sets coll up before its first write: sharding and creation
 // (which must succeed when capped or sharded), then indexes and TTL. A
 // server that refuses an option gets one warning per collection and
-// writing goes on without it (errclass's Refusal). An error that is not
+// writing goes on without it (errkind's Refusal). An error that is not
 // *Required is returned as it is: the caller waits for one that is
 // passing (no answer, an election) and writes anyway after any other.
 func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
@@ -167,7 +166,7 @@ func (k *Keeper) Prepare(ctx context.Context, coll string, s Spec) error {
 	for _, keys := range s.Extra {
 		_, err := k.db.Collection(coll).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: keys})
 		switch {
-		case errclass.Of(err).Refusal():
+		case errkind.Of(err).Refusal():
 			k.warnOnce("index\x00"+coll+"\x00"+FormatKeys(keys), "the server refused index %s on %s (indexes): %v", FormatKeys(keys), coll, err)
 		case err != nil:
 			return fmt.Errorf("creating index %s on %s: %w", FormatKeys(keys), coll, err)
@@ -185,7 +184,7 @@ func (k *Keeper) shard(ctx context.Context, coll string, key bson.D) error {
 	cmd := bson.D{{Key: "shardCollection", Value: k.db.Name() + "." + coll}, {Key: "key", Value: key}}
 	err := k.db.Client().Database("admin").RunCommand(ctx, cmd).Err()
 	switch {
-	case errclass.Of(err).Refusal():
+	case errkind.Of(err).Refusal():
 		// The server answered no: not a sharded cluster, not allowed.
 		k.warnOnce("shard_key", "shard_key: the server refused to shard %s on %s: %v (writing unsharded; further refusals are logged at debug)",
 			coll, FormatKeys(key), err)
@@ -242,7 +241,7 @@ func (k *Keeper) create(ctx context.Context, coll string, s Spec) error {
 		return nil
 	}
 	asked := s
-	if errclass.Of(err).Refusal() && len(extras) > 0 {
+	if errkind.Of(err).Refusal() && len(extras) > 0 {
 		k.warnOnce("create\x00"+coll, "the server refused to create %s with %s: %v (created without them)", coll, strings.Join(extras, ", "), err)
 		if s.CappedSize == 0 {
 			return nil
@@ -335,10 +334,7 @@ func (k *Keeper) checkExisting(coll string, s Spec, got bson.Raw) {
 }
 
 // exists reports whether err says the collection exists already.
-func exists(err error) bool {
-	var ce mongo.CommandError
-	return errors.As(err, &ce) && ce.HasErrorCode(48) // NamespaceExists
-}
+func exists(err error) bool { return errkind.NamespaceExists(err) }
 
 // FormatKeys renders an index or shard key as a user writes it:
 // {key: 1, start: 1}.

@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // ttlIndex is what a collection has of a TTL index on one field.
@@ -103,7 +103,7 @@ func (k *Keeper) settle(coll string, err error) {
 	if err == nil {
 		return
 	}
-	if errclass.Of(err).Refusal() {
+	if errkind.Of(err).Refusal() {
 		k.warnOnce("ttl\x00"+coll, "%v (documents of %s do not expire by this ttl; writing goes on)", err, coll)
 		return
 	}
@@ -133,8 +133,7 @@ func (k *Keeper) empty(ctx context.Context, coll string, idx ttlIndex) bool {
 // ttlIndex finds the index of coll on field alone.
 func (k *Keeper) ttlIndex(ctx context.Context, coll, field string) (ttlIndex, error) {
 	cur, err := k.db.Collection(coll).Indexes().List(ctx)
-	var ce mongo.CommandError
-	if errors.As(err, &ce) && ce.HasErrorCode(26) { // NamespaceNotFound
+	if errkind.NamespaceNotFound(err) {
 		return ttlIndex{missing: true}, nil
 	}
 	if err != nil {
@@ -188,7 +187,7 @@ func (k *Keeper) collMod(ctx context.Context, coll, field string, from *int64, a
 	}
 	how := ""
 	err := k.runner.Run(ctx, collModCmd(coll, bson.E{Key: "keyPattern", Value: keys}, after))
-	if errclass.Of(err).Refusal() {
+	if errkind.Of(err).Refusal() {
 		idx, lerr := k.ttlIndex(ctx, coll, field)
 		switch {
 		case lerr != nil:

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 var (
@@ -111,19 +111,19 @@ func (o *Output) Flushed(res sink.Result, took time.Duration) {
 }
 
 // Reason sorts the error that made a flush give its chunk back, by its
-// errclass kind: timeout, network, setup (a set-up that must succeed
+// errkind kind: timeout, network, setup (a set-up that must succeed
 // before writing failed), panic, server (any other answer of the server),
 // other.
 func Reason(err error) string {
 	var setup *layout.Required
-	switch k := errclass.Of(err); {
-	case k == errclass.Timeout:
+	switch k := errkind.Of(err); {
+	case k == errkind.Timeout:
 		return "timeout"
-	case k == errclass.Network:
+	case k == errkind.Network:
 		return "network"
 	case errors.As(err, &setup):
 		return "setup"
-	case k == errclass.Panic:
+	case k == errkind.Panic:
 		return "panic"
 	case k.FromServer():
 		return "server"

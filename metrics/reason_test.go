@@ -9,8 +9,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Reason labels a retried flush by the kind the classifier gives its
@@ -30,8 +30,8 @@ func TestReason(t *testing.T) {
 		{"no suitable server", topology.ServerSelectionError{Wrapped: errors.New("no primary available")}, "network"},
 		{"set-up required", &layout.Required{Err: errors.New("creating capped collection logs: refused")}, "setup"},
 		{"set-up required, connection lost", &layout.Required{Err: lost}, "network"},
-		{"panic", errclass.Recovered("boom"), "panic"},
-		{"wrapped panic", fmt.Errorf("chunk a: %w", errclass.Recovered("boom")), "panic"},
+		{"panic", errkind.Recovered("boom"), "panic"},
+		{"wrapped panic", fmt.Errorf("chunk a: %w", errkind.Recovered("boom")), "panic"},
 		{"step-down", mongo.CommandError{Code: 10107, Name: "NotWritablePrimary"}, "server"},
 		{"refused", mongo.CommandError{Code: 13, Name: "Unauthorized"}, "server"},
 		{"server message that says panic", mongo.CommandError{Code: 2, Message: "panic: in a field name"}, "server"},

@@ -14,11 +14,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/fbconf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/instance"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Finding is one thing doctor found about a target (a collection, a
@@ -225,7 +225,7 @@ func (d *Doctor) Check(ctx context.Context, r *Reader) error {
 // refused reports whether err is the server's answer (it refused or does
 // not know the command); an error without an answer is not.
 func refused(err error) bool {
-	return err != nil && errclass.Of(err).FromServer()
+	return err != nil && errkind.Of(err).FromServer()
 }
 
 // index is one index of a collection, as listIndexes gives it.

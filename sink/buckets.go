@@ -5,9 +5,9 @@ import (
 	"maps"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // writeBuckets writes the chunk's groups after one read for what earlier
@@ -26,7 +26,7 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	// records to write are decided there.
 	var jobs []writer.Job
 	var outs []writer.Outcome
-	err := errclass.Guard(func() (err error) {
+	err := errkind.Guard(func() (err error) {
 		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
 			f.found, f.storedBefore = len(stored) > 0, len(stored)
 			for _, g := range groups {

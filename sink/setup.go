@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // setupRetry is how long a collection whose Setup failed (without holding
@@ -48,7 +48,7 @@ func (s *Sink) prepare(ctx context.Context, coll string, deadLetter bool) error 
 		s.ready.Store(coll, true)
 	case errors.As(err, &required):
 		return err
-	case errclass.Of(err).Passing():
+	case errkind.Of(err).Passing():
 		// Not a refusal: the server did not answer, or answered "not now"
 		// (an election). The chunk waits, and the next flush sets the
 		// collection up before writing.

@@ -67,7 +67,7 @@ type Options struct {
 	// Setup prepares a collection (indexes, capping, TTL) before its first
 	// write, the dead-letter collection included; nil means nothing to do.
 	// An error is logged and the write goes on, unless it is a
-	// *layout.Required error or a passing one (errclass.Kind.Passing: no
+	// *layout.Required error or a passing one (errkind.Kind.Passing: no
 	// answer, an election): then the chunk is retried, and the next flush
 	// runs Setup again.
 	Setup func(ctx context.Context, coll string, deadLetter bool) error

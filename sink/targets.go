@@ -10,9 +10,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // Targets name each record's collection and dead-letter collection from
@@ -98,7 +98,7 @@ func (rt *router) openExisting(ctx context.Context, log Logger) error {
 		}
 		rt.overflow.Open(over)
 		log.Infof("%d targets exist already: open from the start, counted towards target_limit %d", len(pairs), rt.t.Limit)
-	case errclass.Of(err).Passing():
+	case errkind.Of(err).Passing():
 		return fmt.Errorf("listing the targets that exist already: %w", err)
 	default:
 		log.Warnf("listing the targets that exist already: %v (going on without them: target_limit counts only the targets this process opens)", err)

@@ -7,8 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // dropsToPark is how many times in a row a record written alone must lose
@@ -94,5 +94,5 @@ func control(ctx context.Context, store Store, coll string, size int) error {
 // answered reports whether err, the outcome of a command, came from the
 // server: nil, or an error the server sent.
 func answered(err error) bool {
-	return !errclass.Of(err).Unanswered()
+	return !errkind.Of(err).Unanswered()
 }

@@ -2,34 +2,34 @@
 // idempotent writes, and parks records that cannot be stored.
 package writer
 
-import "github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
+import "github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 
-// Class is what the writer does about an error (see errclass, where every
+// Class is what the writer does about an error (see errkind, where every
 // error gets its kind and each kind its class).
-type Class = errclass.Class
+type Class = errkind.Class
 
 const (
 	// OK: no error.
-	OK = errclass.OK
+	OK = errkind.OK
 	// Duplicate: the document exists; an upsert's filter did not match it
 	// (the bucket is full, already holds this write, or was created
 	// concurrently).
-	Duplicate = errclass.DuplicateKey
+	Duplicate = errkind.DuplicateKey
 	// Conflict: a write conflict; retry the same write after a backoff.
-	Conflict = errclass.WriteConflict
+	Conflict = errkind.WriteConflict
 	// Transient: network errors, timeouts, elections, refusals not about
 	// the content, unknown errors; retry the same write after a backoff,
 	// and give the chunk back to Fluent Bit when the flush deadline passes.
-	Transient = errclass.Transient
+	Transient = errkind.Transient
 	// Poison: the server refuses this content (document too large, invalid
 	// field, ...); retrying the same content can never succeed.
-	Poison = errclass.Poisoned
+	Poison = errkind.Poisoned
 )
 
 // Classify sorts a driver error into the class that decides the writer's
-// next step: the class of its errclass kind. Errors not about the content
+// next step: the class of its errkind kind. Errors not about the content
 // count as transient: the chunk is retried rather than dropped.
-func Classify(err error) Class { return errclass.Of(err).Class() }
+func Classify(err error) Class { return errkind.Of(err).Class() }
 
 // PanicError is a panic caught below a flush, with its value and stack.
-type PanicError = errclass.PanicError
+type PanicError = errkind.PanicError

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -214,7 +215,7 @@ func poisonOf(err error, pending []int) map[int]string {
 // pending under suspicion, counting it in netErrs, and whether the server
 // answers meanwhile (a document alone is then repeated at once).
 func (ins *inserter) suspect(ctx context.Context, err error, pending []int, netErrs *int) (suspect, answers bool) {
-	if Classify(err) != Transient || !mongo.IsNetworkError(err) {
+	if Classify(err) != Transient || !errkind.ConnectionLost(err) {
 		return false, false
 	}
 	if len(pending) == 1 {

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -378,7 +377,7 @@ func (m *groupProto) replied(r replied) action {
 		m.alone = true
 	}
 	class := Classify(r.err)
-	network := class == Transient && mongo.IsNetworkError(r.err)
+	network := class == Transient && errkind.ConnectionLost(r.err)
 	var unconfirmed *Unconfirmed
 	switch {
 	case errors.As(r.err, &unconfirmed):

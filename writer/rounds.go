@@ -7,10 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 )
 
 // The executor of the bucket protocol (protocol.go): it sends each round's
@@ -36,7 +34,7 @@ func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 		errs := b.send(ctx, cmds)
 		sharedLost := false
 		for i, c := range cmds {
-			sharedLost = sharedLost || len(c) > 1 && mongo.IsNetworkError(errs[i][0])
+			sharedLost = sharedLost || len(c) > 1 && errkind.ConnectionLost(errs[i][0])
 		}
 		var split bool
 		lost, split = splitNext(lost, sharedLost)
@@ -120,7 +118,7 @@ func (b *Buckets) send(ctx context.Context, cmds [][]*groupWrite) [][]error {
 			defer wg.Done()
 			defer func() {
 				if r := recover(); r != nil {
-					errs[i] = slices.Repeat([]error{errclass.Recovered(r)}, len(c))
+					errs[i] = slices.Repeat([]error{errkind.Recovered(r)}, len(c))
 				}
 			}()
 			ups := make([]Upsert, len(c))

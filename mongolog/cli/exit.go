@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/writer/errclass"
 )
 
 // The exit codes of mongolog.
@@ -62,7 +62,7 @@ func (e *InterruptedError) Unwrap() error { return context.Canceled }
 
 // ExitCode maps what a command returned to mongolog's exit code. Nothing
 // else decides one, and what an error of the driver means comes from the
-// one classifier of the project (errclass):
+// one classifier of the project (errkind):
 //   - nil: 0
 //   - a *ProblemsError: 1
 //   - the command's context ended (Ctrl-C, SIGTERM): 130
@@ -73,7 +73,7 @@ func (e *InterruptedError) Unwrap() error { return context.Canceled }
 func ExitCode(err error) int {
 	var problems *ProblemsError
 	var srv *mongolog.ServerError
-	kind := errclass.Of(err)
+	kind := errkind.Of(err)
 	switch {
 	case err == nil:
 		return ExitOK

@@ -1,4 +1,4 @@
-package errclass
+package errkind
 
 import (
 	"context"
@@ -153,7 +153,7 @@ func TestGuard(t *testing.T) {
 	if !errors.As(err, &p) || p.Value != "injected" {
 		t.Fatalf("Guard = %#v, want a *PanicError of %q", err, "injected")
 	}
-	for _, want := range []string{"panic: injected", "errclass_test.go", "goroutine "} {
+	for _, want := range []string{"panic: injected", "errkind_test.go", "goroutine "} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("message lacks %q:\n%s", want, err)
 		}
@@ -161,5 +161,29 @@ func TestGuard(t *testing.T) {
 	want := errors.New("no panic")
 	if err := Guard(func() error { return want }); err != want {
 		t.Errorf("Guard without a panic = %v, want %v", err, want)
+	}
+}
+
+// The predicates asked instead of raw codes and driver calls.
+func TestPredicates(t *testing.T) {
+	lost := mongo.CommandError{Labels: []string{"NetworkError"}, Message: "connection(localhost:27017[-3]) incomplete read of message header: EOF"}
+	exists := mongo.CommandError{Code: 48, Name: "NamespaceExists", Message: "Collection already exists"}
+	missing := mongo.CommandError{Code: 26, Name: "NamespaceNotFound", Message: "ns does not exist"}
+	for _, c := range []struct {
+		name                   string
+		err                    error
+		lost, exists, notFound bool
+	}{
+		{"lost", fmt.Errorf("insert: %w", lost), true, false, false},
+		{"exists", fmt.Errorf("create: %w", exists), false, true, false},
+		{"not found", missing, false, false, true},
+		{"other code", mongo.CommandError{Code: 2, Message: "bad value"}, false, false, false},
+		{"nil", nil, false, false, false},
+		{"not the driver's", errors.New("code 48"), false, false, false},
+	} {
+		if ConnectionLost(c.err) != c.lost || NamespaceExists(c.err) != c.exists || NamespaceNotFound(c.err) != c.notFound {
+			t.Errorf("%s: lost %v, exists %v, not found %v; want %v, %v, %v", c.name,
+				ConnectionLost(c.err), NamespaceExists(c.err), NamespaceNotFound(c.err), c.lost, c.exists, c.notFound)
+		}
 	}
 }

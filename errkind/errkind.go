@@ -1,17 +1,15 @@
-// Package errclass is the one place an error gets a class. The writer,
+// Package errkind is the one place an error gets a class. The writer,
 // the sink, collection set-up and the metrics all ask it: Of says what
 // happened (the server refused, did not answer, said "not now", ...), and
 // each Kind says what the writer does about it (Class) and whether set-up
 // waits for it (Passing) or goes on without what it asked for (Refusal).
 //
 // It depends on the driver only, so that every package can use it.
-package errclass
+package errkind
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime/debug"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
@@ -136,6 +134,25 @@ func (k Kind) FromServer() bool {
 	return false
 }
 
+// ConnectionLost reports whether err says the connection a command went
+// on was lost or cut (the driver's NetworkError label): the command may
+// have applied. It also holds for a timeout on the socket, which Of calls
+// Timeout.
+func ConnectionLost(err error) bool { return mongo.IsNetworkError(err) }
+
+// NamespaceExists reports whether the server answered that the collection
+// exists already (code 48, NamespaceExists).
+func NamespaceExists(err error) bool { return commandCode(err, 48) }
+
+// NamespaceNotFound reports whether the server answered that there is no
+// such collection (code 26, NamespaceNotFound).
+func NamespaceNotFound(err error) bool { return commandCode(err, 26) }
+
+func commandCode(err error, code int) bool {
+	var ce mongo.CommandError
+	return errors.As(err, &ce) && ce.HasErrorCode(code)
+}
+
 // Error codes MongoDB returns for content it will never accept.
 var poisonCodes = []int{
 	2,     // BadValue
@@ -218,28 +235,4 @@ func Of(err error) Kind {
 		}
 	}
 	return Refused
-}
-
-// PanicError is a panic caught below a flush: its value and the stack
-// where it was raised.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }
-
-// Recovered is the error of a panic with value r, taken with the current
-// stack: call it in the deferred function that recovers.
-func Recovered(r any) *PanicError { return &PanicError{Value: r, Stack: debug.Stack()} }
-
-// Guard runs fn and returns a panic in it as a *PanicError, so a bug below
-// a flush goroutine costs a retry of the chunk, not the agent.
-func Guard(fn func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = Recovered(r)
-		}
-	}()
-	return fn()
 }
