@@ -385,7 +385,8 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"collection", strings.Repeat("c", 201)}, `collection: invalid value "` + strings.Repeat("c", 201) + `": must be at most 200 bytes`},
 		{[]string{"collection", strings.Repeat("c", 196)}, `dead_letter_collection: invalid value "` + strings.Repeat("c", 196) + `_dead": must be at most 200 bytes (this default is derived from collection; set dead_letter_collection)`},
 		{[]string{"collection", strings.Repeat("c", 192), "partition", "day", "dead_letter_collection", "x"}, `collection: invalid value "` + strings.Repeat("c", 192) + `": too long for partition day: <collection>_YYYYMMDD must be at most 200 bytes`},
-		{[]string{"database", strings.Repeat("d", 60), "collection", strings.Repeat("c", 195)}, `collection: invalid value "` + strings.Repeat("c", 195) + `": <database>.<collection> (with any partition suffix) must be at most 255 bytes`},
+		{[]string{"database", strings.Repeat("d", 60), "collection", strings.Repeat("c", 195)}, `collection: invalid value "` + strings.Repeat("c", 195) + `": <database>.<collection> (with any partition suffix) must be at most 235 bytes (MongoDB takes 255, servers on DocumentDB 235)`},
+		{[]string{"database", strings.Repeat("d", 60), "collection", strings.Repeat("c", 180)}, `collection: invalid value "` + strings.Repeat("c", 180) + `": <database>.<collection> (with any partition suffix) must be at most 235 bytes (MongoDB takes 255, servers on DocumentDB 235)`},
 		// mode and buckets
 		{[]string{"mode", "buckets"}, `mode: invalid value "buckets": must be one of bucket, flat`},
 		{[]string{"bucket_key", "a,,b"}, `bucket_key: invalid value "a,,b": empty item in the comma-separated list`},

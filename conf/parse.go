@@ -37,11 +37,8 @@ func (e *Error) Error() string {
 
 // Limits that are not plain defaults.
 const (
-	maxCollectionBytes = 200
-	maxDatabaseBytes   = 63
-	maxNamespaceBytes  = 255                      // <database>.<collection>
-	maxTTL             = 2147483647 * time.Second // expireAfterSeconds is a 32-bit integer
-	deadLetterSuffix   = "_dead"                  // default dead_letter_collection is <collection>_dead
+	maxTTL           = 2147483647 * time.Second // expireAfterSeconds is a 32-bit integer
+	deadLetterSuffix = "_dead"                  // default dead_letter_collection is <collection>_dead
 )
 
 // Parse reads every key from g, applies the defaults of Keys(), validates
@@ -846,19 +843,19 @@ func (r *reader) namespaceLengths(c *Config) {
 	}
 	dbLen := len(c.Database)
 	if isTemplate(c.Database) {
-		dbLen = maxDatabaseBytes
+		dbLen = naming.MaxDatabaseBytes
 	}
 	longest := c.Collection
 	if r.good("partition") && c.Partition != PartitionNone {
 		suffix := layout.Period(c.Partition).Suffix()
 		longest = c.Collection + suffix
-		if len(longest) > maxCollectionBytes {
+		if len(longest) > naming.MaxCollectionBytes {
 			r.invalid("collection", c.Collection, "too long for partition "+string(c.Partition)+": "+
 				"<collection>"+suffix+" must be at most 200 bytes")
 		}
 	}
-	if dbLen+1+len(longest) > maxNamespaceBytes {
-		r.invalid("collection", c.Collection, "<database>.<collection> (with any partition suffix) must be at most 255 bytes")
+	if dbLen+1+len(longest) > naming.MaxNamespaceBytes {
+		r.invalid("collection", c.Collection, "<database>.<collection> (with any partition suffix) must be at most 235 bytes (MongoDB takes 255, servers on DocumentDB 235)")
 	}
 }
 
@@ -880,8 +877,8 @@ func (r *reader) deadLetterName(c *Config) {
 		r.invalid("dead_letter_collection", dlValue, "looks like a partition of collection and could be dropped with it; choose another name")
 	case isTemplate(dl) || isTemplate(c.Database):
 		// Fitted when resolved.
-	case len(c.Database)+1+len(dl) > maxNamespaceBytes:
-		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 255 bytes")
+	case len(c.Database)+1+len(dl) > naming.MaxNamespaceBytes:
+		r.invalid("dead_letter_collection", dlValue, "<database>.<dead_letter_collection> must be at most 235 bytes (MongoDB takes 255, servers on DocumentDB 235)")
 	}
 }
 
@@ -935,7 +932,7 @@ func checkDatabase(s string) string {
 	switch {
 	case s == "":
 		return "must not be empty"
-	case len(s) > maxDatabaseBytes:
+	case len(s) > naming.MaxDatabaseBytes:
 		return "must be shorter than 64 bytes"
 	case strings.ContainsAny(s, "/\\. \"$\x00"):
 		return "must not contain / \\ . space \" $ or NUL"
@@ -947,7 +944,7 @@ func checkCollection(s string) string {
 	switch {
 	case s == "":
 		return "must not be empty"
-	case len(s) > maxCollectionBytes:
+	case len(s) > naming.MaxCollectionBytes:
 		return "must be at most 200 bytes"
 	case strings.ContainsAny(s, "$\x00"):
 		return "must not contain $ or NUL"
