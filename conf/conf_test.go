@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 )
 
@@ -76,7 +77,7 @@ func defaultConfig() *Config {
 		KeyReplaceDollar:     "_",
 		TagKey:               "tag",
 		TimeKey:              "ts",
-		Partition:            PartitionNone,
+		Partition:            layout.None,
 		TTLBurstLimit:        100000,
 		TTLDeleteRate:        5000,
 		DeadLetterTTL:        30 * 24 * time.Hour,
@@ -298,8 +299,8 @@ func TestValidValues(t *testing.T) {
 		{[]string{"ttl", "7d", "ttl_jitter", "1h"}, func(c *Config) any { return c.TTLJitter }, time.Hour},
 		{[]string{"ttl", "1h", "ttl_jitter", "1h"}, func(c *Config) any { return c.TTLJitter }, time.Hour},
 		{[]string{"ttl_jitter", "0"}, func(c *Config) any { return c.TTLJitter }, time.Duration(0)},
-		{[]string{"partition", "day"}, func(c *Config) any { return c.Partition }, PartitionDay},
-		{[]string{"partition", "Week", "partition_keep", "4"}, func(c *Config) any { return c.Partition }, PartitionWeek},
+		{[]string{"partition", "day"}, func(c *Config) any { return c.Partition }, layout.Day},
+		{[]string{"partition", "Week", "partition_keep", "4"}, func(c *Config) any { return c.Partition }, layout.Week},
 		{[]string{"ttl", "7d", "bucket_key", "module,level", "ttl_rules", "module=audit:365d, level = debug : 1d,module=a:b:2h"},
 			func(c *Config) any { return c.TTLRules },
 			[]TTLRule{{"module", "audit", 365 * 24 * time.Hour}, {"level", "debug", 24 * time.Hour}, {"module", "a:b", 2 * time.Hour}}},

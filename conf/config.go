@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
@@ -38,16 +39,6 @@ const (
 	ParserJSON           ParserKind = "json"
 	ParserLogfmt         ParserKind = "logfmt"
 	ParserRegex          ParserKind = "regex"
-)
-
-// Partition selects time-partitioned collections.
-type Partition string
-
-const (
-	PartitionNone  Partition = "none"
-	PartitionDay   Partition = "day"   // <collection>_YYYYMMDD
-	PartitionWeek  Partition = "week"  // <collection>_YYYYwWW (ISO weeks)
-	PartitionMonth Partition = "month" // <collection>_YYYYMM
 )
 
 // IDAction is what a record whose id_key _id is stored already does.
@@ -157,7 +148,7 @@ type Config struct {
 	TTLBurstLimit int64
 	TTLDeleteRate int
 	DeadLetterTTL time.Duration // 0 keeps dead letters
-	Partition     Partition
+	Partition     layout.Period
 	PartitionKeep int // 0 means keep all
 	CappedSize    int64
 	CappedMax     int64
@@ -527,7 +518,7 @@ func (c *Config) settings() [][2]string {
 		{"ttl_burst_limit", strconv.FormatInt(c.TTLBurstLimit, 10)},
 		{"ttl_delete_rate", strconv.Itoa(c.TTLDeleteRate)},
 		{"dead_letter_ttl", formatDuration(c.DeadLetterTTL)},
-		{"partition", string(c.Partition)},
+		{"partition", partitionName(c.Partition)},
 		{"partition_keep", strconv.Itoa(c.PartitionKeep)},
 		{"capped_size", formatSize(c.CappedSize)},
 		{"capped_max", strconv.FormatInt(c.CappedMax, 10)},

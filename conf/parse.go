@@ -154,7 +154,7 @@ func (r *reader) readRetention(c *Config) {
 	c.TTLBurstLimit = int64(r.integer("ttl_burst_limit"))
 	c.TTLDeleteRate = r.integer("ttl_delete_rate")
 	c.DeadLetterTTL = r.duration("dead_letter_ttl", nil)
-	c.Partition = Partition(r.enum("partition", string(PartitionNone), string(PartitionDay), string(PartitionWeek), string(PartitionMonth)))
+	c.Partition = partitionOf(r.enum("partition", partitionName(layout.None), string(layout.Day), string(layout.Week), string(layout.Month)))
 	c.PartitionKeep = r.integer("partition_keep")
 	c.CappedSize = r.size("capped_size")
 	c.CappedMax = int64(r.integer("capped_max"))
@@ -762,7 +762,7 @@ func (r *reader) retentionNeeds(c *Config) {
 			r.invalid("ttl_jitter", r.set["ttl_jitter"], "must not exceed ttl ("+formatDuration(c.TTL)+")")
 		}
 	}
-	if r.good("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == PartitionNone {
+	if r.good("partition", "partition_keep") && c.PartitionKeep > 0 && c.Partition == layout.None {
 		r.invalid("partition_keep", r.set["partition_keep"], "needs partition day, week or month (partition is none)")
 	}
 	if r.good("ttl", "mode", "bucket_key", "tag_key") {
@@ -782,7 +782,7 @@ func (r *reader) cappedConflicts(c *Config) {
 	if r.good("ttl") && c.TTL > 0 {
 		r.invalid("capped_size", v, "cannot be combined with ttl (capped collections cannot have TTL indexes)")
 	}
-	if r.good("partition") && c.Partition != PartitionNone {
+	if r.good("partition") && c.Partition != layout.None {
 		r.invalid("capped_size", v, "cannot be combined with partition "+string(c.Partition)+" (partition collections are not capped)")
 	}
 	if r.good("mode") && c.Mode == ModeBucket {
@@ -846,8 +846,8 @@ func (r *reader) namespaceLengths(c *Config) {
 		dbLen = naming.MaxDatabaseBytes
 	}
 	longest := c.Collection
-	if r.good("partition") && c.Partition != PartitionNone {
-		suffix := layout.Period(c.Partition).Suffix()
+	if r.good("partition") && c.Partition != layout.None {
+		suffix := c.Partition.Suffix()
 		longest = c.Collection + suffix
 		if len(longest) > naming.MaxCollectionBytes {
 			r.invalid("collection", c.Collection, "too long for partition "+string(c.Partition)+": "+
@@ -873,7 +873,7 @@ func (r *reader) deadLetterName(c *Config) {
 	switch {
 	case dl == c.Collection:
 		r.invalid("dead_letter_collection", dlValue, "must differ from collection")
-	case r.good("partition") && c.Partition != PartitionNone && layout.IsPartition(dl, c.Collection, layout.Period(c.Partition)):
+	case r.good("partition") && c.Partition != layout.None && layout.IsPartition(dl, c.Collection, c.Partition):
 		r.invalid("dead_letter_collection", dlValue, "looks like a partition of collection and could be dropped with it; choose another name")
 	case isTemplate(dl) || isTemplate(c.Database):
 		// Fitted when resolved.
@@ -1019,4 +1019,21 @@ func checkReplacement(s string) string {
 		return "must not contain NUL"
 	}
 	return ""
+}
+
+// partitionName is how the partition key writes period p: "none" for
+// layout.None.
+func partitionName(p layout.Period) string {
+	if p == layout.None {
+		return "none"
+	}
+	return string(p)
+}
+
+// partitionOf is the period the partition key's value v names.
+func partitionOf(v string) layout.Period {
+	if v == partitionName(layout.None) {
+		return layout.None
+	}
+	return layout.Period(v)
 }

@@ -118,8 +118,8 @@ func (r *reader) targets(c *Config) {
 	for _, t := range []*naming.Template{db, coll, dl} {
 		t.Missing = c.TargetMissing
 	}
-	if c.Partition != PartitionNone {
-		coll.Reserve = len(layout.Period(c.Partition).Suffix())
+	if c.Partition != layout.None {
+		coll.Reserve = len(c.Partition.Suffix())
 	}
 	c.Targets = Targets{Database: db, Collection: coll, DeadLetter: dl}
 }

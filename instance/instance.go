@@ -237,7 +237,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		Targets:      targets(cfg),
 		Collection:   cfg.Collection,
 		DeadLetter:   cfg.DeadLetterCollection,
-		Partitions:   layout.Partitions{Period: period(cfg.Partition), Keep: cfg.PartitionKeep},
+		Partitions:   layout.Partitions{Period: cfg.Partition, Keep: cfg.PartitionKeep},
 		TagKey:       cfg.TagKey,
 		IDKey:        cfg.IDKey,
 		IDReplace:    cfg.IDAction == conf.IDReplace,
@@ -473,7 +473,7 @@ func (in *Instance) dropOldPartitions() {
 // partitions are the instance's partitions: of its collection, or of every
 // name its collection template can give.
 func (in *Instance) partitions() layout.Partitions {
-	p := layout.Partitions{Base: in.cfg.Collection, Period: period(in.cfg.Partition), Keep: in.cfg.PartitionKeep}
+	p := layout.Partitions{Base: in.cfg.Collection, Period: in.cfg.Partition, Keep: in.cfg.PartitionKeep}
 	if t := in.cfg.Targets.Collection; t != nil && !t.Static() {
 		p.Bases = t.Matches
 	}
@@ -529,13 +529,6 @@ func (in *Instance) existingTargets(ctx context.Context) ([][2]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func period(p conf.Partition) layout.Period {
-	if p == conf.PartitionNone {
-		return layout.None
-	}
-	return layout.Period(p)
 }
 
 // report logs a summary line at most once a minute.

@@ -189,9 +189,9 @@ func (d *Doctor) Check(ctx context.Context, r *Reader) error {
 	}
 	now := d.now()
 	cfg := r.Cfg
-	p := layout.Partitions{Base: cfg.Collection, Period: layout.Period(cfg.Partition), Keep: cfg.PartitionKeep}
+	p := layout.Partitions{Base: cfg.Collection, Period: cfg.Partition, Keep: cfg.PartitionKeep}
 	colls := []string{cfg.Collection}
-	if cfg.Partition != conf.PartitionNone {
+	if cfg.Partition != layout.None {
 		colls = nil
 		for _, n := range names {
 			if p.Owns(n) {
@@ -215,7 +215,7 @@ func (d *Doctor) Check(ctx context.Context, r *Reader) error {
 			return err
 		}
 	}
-	if cfg.Partition != conf.PartitionNone && len(colls) == 0 {
+	if cfg.Partition != layout.None && len(colls) == 0 {
 		d.report(CheckCollection, cfg.Database+"."+cfg.Collection+p.Period.Suffix(), SevInfo,
 			"no partition yet: the plugin creates each at its first write there", "", nil)
 	}

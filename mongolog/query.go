@@ -122,8 +122,8 @@ type Reader struct {
 // Collections are the collections holding records of [from, to), in time
 // order: the partitions whose period meets the range, or the collection.
 func (r *Reader) Collections(ctx context.Context, from, to time.Time) ([]string, error) {
-	p := layout.Partitions{Base: r.Cfg.Collection, Period: layout.Period(r.Cfg.Partition)}
-	if r.Cfg.Partition == conf.PartitionNone {
+	p := layout.Partitions{Base: r.Cfg.Collection, Period: r.Cfg.Partition}
+	if r.Cfg.Partition == layout.None {
 		return []string{r.Cfg.Collection}, nil
 	}
 	names, err := r.DB.ListCollectionNames(ctx, bson.D{})

@@ -253,8 +253,8 @@ func (r *Reader) collectionTargets(ctx context.Context, db *mongo.Database, glob
 	}
 	tpl := r.Cfg.Targets.Collection
 	period := layout.None
-	if r.Cfg.Partition != conf.PartitionNone {
-		period = layout.Period(r.Cfg.Partition)
+	if r.Cfg.Partition != layout.None {
+		period = r.Cfg.Partition
 	}
 	byBase := map[string][]string{} // target -> its collections
 	for _, n := range names {
