@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 )
 
@@ -59,7 +60,7 @@ func defaultConfig() *Config {
 		URISource:            "uri",
 		Database:             "fluentbit",
 		Collection:           "logs",
-		Mode:                 ModeBucket,
+		Mode:                 model.ModeBucket,
 		BucketWindow:         time.Minute,
 		BucketMaxRecords:     1000,
 		BucketMaxBytes:       1 << 20,
@@ -216,8 +217,8 @@ func TestValidValues(t *testing.T) {
 		{[]string{"database", strings.Repeat("d", 63)}, func(c *Config) any { return len(c.Database) }, 63},
 		{[]string{"collection", "app.logs"}, func(c *Config) any { return c.DeadLetterCollection }, "app.logs_dead"},
 		{[]string{"collection", strings.Repeat("c", 195)}, func(c *Config) any { return len(c.DeadLetterCollection) }, 200},
-		{[]string{"mode", "flat"}, func(c *Config) any { return c.Mode }, ModeFlat},
-		{[]string{"mode", "Bucket"}, func(c *Config) any { return c.Mode }, ModeBucket},
+		{[]string{"mode", "flat"}, func(c *Config) any { return c.Mode }, model.ModeFlat},
+		{[]string{"mode", "Bucket"}, func(c *Config) any { return c.Mode }, model.ModeBucket},
 		{[]string{"bucket_key", " kubernetes.pod_name , host "}, func(c *Config) any { return c.BucketKey }, []string{"kubernetes.pod_name", "host"}},
 		{[]string{"bucket_window", "0"}, func(c *Config) any { return c.BucketWindow }, time.Duration(0)},
 		{[]string{"bucket_window", "1s"}, func(c *Config) any { return c.BucketWindow }, time.Second},
@@ -325,7 +326,7 @@ func TestValidValues(t *testing.T) {
 		{[]string{"plugin_log_level", "Error"}, func(c *Config) any { return c.PluginLogLevel }, LogError},
 		{[]string{"plugin_log_level", "warn"}, func(c *Config) any { return c.PluginLogLevel }, LogWarn},
 		{[]string{"instance_name", "mongo.audit-1"}, func(c *Config) any { return c.InstanceName }, "mongo.audit-1"},
-		{[]string{"mode", "flat", "ttl", "1h", "partition", "day"}, func(c *Config) any { return c.Mode }, ModeFlat},
+		{[]string{"mode", "flat", "ttl", "1h", "partition", "day"}, func(c *Config) any { return c.Mode }, model.ModeFlat},
 		{[]string{"uri", "mongodb+srv://user:p%40ss@cluster0.example.net/?retryWrites=true&w=majority"}, func(c *Config) any { return c.URISource }, "uri"},
 	}
 	for _, tt := range tests {
@@ -780,7 +781,7 @@ func TestMap(t *testing.T) {
 	// Parse through a mixed-case literal; Fluent Bit's own keys are not unknown.
 	c, err := parse(Map{"URI": testURI, "Mode": "FLAT", "Name": "mongodb", "Match": "*", "Workers": "2",
 		"tls.verify": "off", "storage.total_limit_size": "1G", "net.keepalive": "on", "Log_Level": "debug"})
-	if err != nil || c.Mode != ModeFlat {
+	if err != nil || c.Mode != model.ModeFlat {
 		t.Errorf("mixed case: %v, %v", c, err)
 	}
 	// Values are trimmed.

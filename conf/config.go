@@ -19,14 +19,6 @@ type Getter interface {
 	Get(key string) string
 }
 
-// Mode selects the document model.
-type Mode string
-
-const (
-	ModeBucket Mode = "bucket" // many records per document, grouped by key and time window
-	ModeFlat   Mode = "flat"   // one document per record
-)
-
 // ParserKind selects how the raw log line under parse_key is parsed.
 type ParserKind string
 
@@ -97,7 +89,7 @@ type Config struct {
 	TargetOverflow string
 	TargetLimit    int
 
-	Mode             Mode
+	Mode             model.Mode
 	BucketKey        []string      // field paths; empty means the tag
 	BucketWindow     time.Duration // 0 means no window (group by key only)
 	BucketMaxRecords int

@@ -5,7 +5,7 @@ import "github.com/fluent-bit-out-mongodb/out_mongodb/model"
 // Model is what c says of the stored documents.
 func (c *Config) Model() model.Docs {
 	d := model.Docs{
-		Flat:             c.Mode == ModeFlat,
+		Flat:             c.Mode == model.ModeFlat,
 		Window:           c.BucketWindow,
 		TagKey:           c.TagKey,
 		TimeKey:          c.TimeKey,

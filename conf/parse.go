@@ -86,7 +86,7 @@ func (r *reader) readConnection(c *Config, env func(string) string, readFile fun
 
 // readBuckets reads the document model and what a bucket holds.
 func (r *reader) readBuckets(c *Config) {
-	c.Mode = Mode(r.enum("mode", string(ModeBucket), string(ModeFlat)))
+	c.Mode = model.Mode(r.enum("mode", string(model.ModeBucket), string(model.ModeFlat)))
 	c.BucketKey = r.fieldPaths("bucket_key")
 	c.BucketWindow = r.duration("bucket_window", func(d time.Duration) string {
 		if d != 0 && day%d != 0 {
@@ -576,7 +576,7 @@ func (r *reader) shardKey(c *Config) []ShardField {
 	case "hashed_id":
 		return []ShardField{{Name: model.ID, Hashed: true}}
 	}
-	if c.Mode == ModeFlat {
+	if c.Mode == model.ModeFlat {
 		r.invalid("shard_key", v, "mode flat shards only on a hashed _id (its _id grows with time and would make one shard hot): use none or hashed_id")
 		return nil
 	}
@@ -661,9 +661,9 @@ func (r *reader) ttlRules(c *Config) []TTLRule {
 			whys = append(whys, strconv.Quote(item)+": "+durWhy)
 		case !ranges["ttl"].inSpan(int64(d)):
 			whys = append(whys, strconv.Quote(item)+": duration must be "+ranges["ttl"].span())
-		case c.Mode == ModeBucket && !slices.Contains(keyFields, field):
+		case c.Mode == model.ModeBucket && !slices.Contains(keyFields, field):
 			whys = append(whys, strconv.Quote(field)+" is not a bucket_key field ("+strings.Join(keyFields, ",")+"): a bucket's rule can only read its key")
-		case c.Mode == ModeFlat && (strings.ContainsAny(field, ".\x00") || strings.HasPrefix(field, "$")):
+		case c.Mode == model.ModeFlat && (strings.ContainsAny(field, ".\x00") || strings.HasPrefix(field, "$")):
 			whys = append(whys, strconv.Quote(field)+" is not a top-level field name")
 		default:
 			rules = append(rules, TTLRule{Field: field, Value: value, TTL: d})
@@ -711,7 +711,7 @@ func (r *reader) good(keys ...string) bool {
 
 // flatHasNoBuckets refuses the bucket keys in mode flat.
 func (r *reader) flatHasNoBuckets(c *Config) {
-	if !r.good("mode") || c.Mode != ModeFlat {
+	if !r.good("mode") || c.Mode != model.ModeFlat {
 		return
 	}
 	for _, k := range []string{"bucket_key", "bucket_window", "bucket_max_records", "bucket_max_bytes", "stats", "count_by", "keep_values"} {
@@ -736,7 +736,7 @@ func (r *reader) idKeyNeeds(c *Config) {
 	k := c.IDKey
 	var why string
 	switch {
-	case r.good("mode") && c.Mode != ModeFlat:
+	case r.good("mode") && c.Mode != model.ModeFlat:
 		why = "needs mode flat (a bucket holds many records under one _id; mode is " + string(c.Mode) + ")"
 	case r.good("tag_key") && k == c.TagKey:
 		why = "is tag_key, the field the plugin writes the tag to (a record's own " + k + " is stored as _" + k + ")"
@@ -785,7 +785,7 @@ func (r *reader) cappedConflicts(c *Config) {
 	if r.good("partition") && c.Partition != layout.None {
 		r.invalid("capped_size", v, "cannot be combined with partition "+string(c.Partition)+" (partition collections are not capped)")
 	}
-	if r.good("mode") && c.Mode == ModeBucket {
+	if r.good("mode") && c.Mode == model.ModeBucket {
 		r.invalid("capped_size", v, "needs mode flat (documents in a capped collection cannot grow, and buckets grow)")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Two live instances of one placement take two slots; the slot of one that
@@ -14,7 +15,7 @@ func TestClaimAgentSlots(t *testing.T) {
 	old := lockDir
 	lockDir = t.TempDir()
 	t.Cleanup(func() { lockDir = old })
-	cfg := &conf.Config{AgentID: "node-1", URI: "mongodb://db/", Database: "logs", Collection: "app", Mode: conf.ModeBucket}
+	cfg := &conf.Config{AgentID: "node-1", URI: "mongodb://db/", Database: "logs", Collection: "app", Mode: model.ModeBucket}
 	a, fa, err := claimAgent(cfg)
 	if err != nil || fa == nil {
 		t.Fatalf("first claim: %v", err)

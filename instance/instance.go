@@ -233,7 +233,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 		return sink.Options{}, fmt.Errorf("types: invalid value %q: %v", cfg.Types, err)
 	}
 	return sink.Options{
-		Mode:         sink.Mode(cfg.Mode),
+		Mode:         cfg.Mode,
 		Targets:      targets(cfg),
 		Collection:   cfg.Collection,
 		DeadLetter:   cfg.DeadLetterCollection,

@@ -72,6 +72,14 @@ type IndexField struct {
 	Order int
 }
 
+// Mode is how records are stored: the document model.
+type Mode string
+
+const (
+	ModeBucket Mode = "bucket" // many records per document, grouped by key and time window
+	ModeFlat   Mode = "flat"   // one document per record
+)
+
 // ShardField is one field of a shard key: "_id", "start", or a bucket_key
 // field, hashed or ranged.
 type ShardField struct {

@@ -22,7 +22,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -128,7 +127,7 @@ func (r *Reader) ExportCheck(opt ExportOptions, now time.Time) ([]time.Time, err
 	case !opt.From.Before(opt.To):
 		return nil, fmt.Errorf("--from %s is not before --to %s", opt.From.UTC().Format(time.RFC3339), opt.To.UTC().Format(time.RFC3339))
 	}
-	if r.Cfg.Mode != conf.ModeFlat {
+	if r.Cfg.Mode != model.ModeFlat {
 		if err := wholeWindows(step, r.Cfg.BucketWindow, "export writes whole buckets", ""); err != nil {
 			return nil, err
 		}
@@ -146,7 +145,7 @@ func (r *Reader) ExportCheck(opt ExportOptions, now time.Time) ([]time.Time, err
 		return nil, fmt.Errorf("--to %s: the window ending then is still being written; export closed windows, up to --to %s",
 			opt.To.UTC().Format(time.RFC3339), latest.Format(time.RFC3339))
 	}
-	if opt.Prune && r.Cfg.Mode != conf.ModeFlat {
+	if opt.Prune && r.Cfg.Mode != model.ModeFlat {
 		if c, ok := r.entryCond(opt.Conds); ok {
 			return nil, fmt.Errorf("--prune deletes whole buckets, so its conditions select whole buckets: bucket_key fields with = or ~; %s is not one", c)
 		}
@@ -399,7 +398,7 @@ func (r *Reader) exportDocs(ctx context.Context, opt ExportOptions, at, end time
 	if err != nil {
 		return nil, fmt.Errorf("listing the collections of %s: %w", r.Cfg.Collection, err)
 	}
-	flat := r.Cfg.Mode == conf.ModeFlat
+	flat := r.Cfg.Mode == model.ModeFlat
 	filter, sort := r.windowFilter(opt.Conds, at, end)
 	_, filterEntries := r.entryCond(opt.Conds)
 	writes := map[[32]byte]where{}
@@ -464,7 +463,7 @@ func (r *Reader) exportDocs(ctx context.Context, opt ExportOptions, at, end time
 // their time and conditions; then by _id.
 func (r *Reader) windowFilter(conds []Cond, at, end time.Time) (filter, sort bson.D) {
 	in := bson.D{{Key: "$gte", Value: at}, {Key: "$lt", Value: end}}
-	if r.Cfg.Mode == conf.ModeFlat {
+	if r.Cfg.Mode == model.ModeFlat {
 		filter = r.entryFilter(Query{Conds: conds, From: at, To: end}, "")
 		return filter, bson.D{{Key: r.Cfg.TimeKey, Value: 1}, {Key: model.ID, Value: 1}}
 	}
@@ -501,7 +500,7 @@ func (r *Reader) writeRecords(w *windowWriter, d bson.Raw, entries []bson.RawVal
 			continue // verify named it
 		}
 		line := bsoncore.NewDocumentBuilder()
-		if hasKey && r.Cfg.Mode != conf.ModeFlat {
+		if hasKey && r.Cfg.Mode != model.ModeFlat {
 			line.AppendDocument(model.Key, key)
 		}
 		line.AppendDocument("record", doc)
@@ -544,7 +543,7 @@ func (r *Reader) pruneWindow(ctx context.Context, opt ExportOptions, file string
 			byColl[d.Collection] = append(byColl[d.Collection], d)
 		}
 	}
-	flat := r.Cfg.Mode == conf.ModeFlat
+	flat := r.Cfg.Mode == model.ModeFlat
 	for coll, docs := range byColl {
 		for len(docs) > 0 {
 			part := docs[:min(batch, len(docs))]
@@ -722,7 +721,7 @@ func syncDir(dir string) error {
 // --key takes.
 func (r *Reader) KeyConds(conds []Cond) error {
 	for _, c := range conds {
-		if r.Cfg.Mode == conf.ModeFlat {
+		if r.Cfg.Mode == model.ModeFlat {
 			return fmt.Errorf("%s: mode flat has no bucket key; give the condition as an argument", c)
 		}
 		if _, ok := r.keyField(c.Field); !ok || c.Op != "=" {

@@ -90,7 +90,7 @@ func (f *Follower) Poll(ctx context.Context) error {
 	counts := map[bucketRef]int64{}
 	for _, coll := range colls {
 		var err error
-		if f.r.Cfg.Mode == conf.ModeFlat {
+		if f.r.Cfg.Mode == model.ModeFlat {
 			err = f.pollFlat(ctx, coll, q)
 		} else {
 			err = f.pollBuckets(ctx, coll, q, counts)
@@ -99,7 +99,7 @@ func (f *Follower) Poll(ctx context.Context) error {
 			return err
 		}
 	}
-	if f.r.Cfg.Mode != conf.ModeFlat {
+	if f.r.Cfg.Mode != model.ModeFlat {
 		f.counts = counts // buckets no longer in the overlap are forgotten
 	}
 	f.advance()

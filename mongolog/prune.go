@@ -9,7 +9,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -29,7 +28,7 @@ type Pruned struct {
 // pruneTimeField is the field prune compares with the age: a bucket's
 // newest record, or a flat record's time.
 func (r *Reader) pruneTimeField() string {
-	if r.Cfg.Mode == conf.ModeFlat {
+	if r.Cfg.Mode == model.ModeFlat {
 		return r.Cfg.TimeKey
 	}
 	return model.MaxTs
@@ -45,7 +44,7 @@ func (r *Reader) PruneFilter(opt PruneOptions) (bson.D, error) {
 	filter := bson.D{}
 	for _, c := range opt.Conds {
 		path := c.Field
-		if r.Cfg.Mode != conf.ModeFlat {
+		if r.Cfg.Mode != model.ModeFlat {
 			var ok bool
 			if path, ok = r.keyField(c.Field); !ok {
 				keys := r.Cfg.BucketKey
@@ -106,7 +105,7 @@ func (r *Reader) pruneInto(ctx context.Context, opt PruneOptions, show func(stri
 				d := cur.Current
 				ids = append(ids, d.Lookup(model.ID))
 				n := int64(1)
-				if r.Cfg.Mode != conf.ModeFlat {
+				if r.Cfg.Mode != model.ModeFlat {
 					n = d.Lookup(model.Count).AsInt64()
 				}
 				records += n

@@ -244,7 +244,7 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 	for _, coll := range colls {
 		var cur *mongo.Cursor
 		c := r.DB.Collection(coll)
-		if r.Cfg.Mode == conf.ModeFlat {
+		if r.Cfg.Mode == model.ModeFlat {
 			opts := options.Find().SetSort(bson.D{{Key: r.Cfg.TimeKey, Value: 1}})
 			if left > 0 {
 				opts.SetLimit(int64(left))
@@ -262,7 +262,7 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 		}
 		for cur.Next(ctx) {
 			rec := cur.Current
-			if r.Cfg.Mode != conf.ModeFlat {
+			if r.Cfg.Mode != model.ModeFlat {
 				rec = rec.Lookup(model.Logs).Document()
 			}
 			if err := emit(rec); err != nil {

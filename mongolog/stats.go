@@ -14,7 +14,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -75,7 +74,7 @@ func wholeWindows(step, w time.Duration, why, elseDo string) error {
 // anything (mode flat, a condition on a field that is not a bucket_key
 // field, a step StatsStep refuses) and returns the step.
 func (r *Reader) StatsCheck(q Query, step time.Duration) (time.Duration, error) {
-	if r.Cfg.Mode == conf.ModeFlat {
+	if r.Cfg.Mode == model.ModeFlat {
 		return 0, fmt.Errorf("stats reads bucket fields; mode flat has no buckets (use query)")
 	}
 	for _, c := range q.Conds {

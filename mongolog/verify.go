@@ -15,7 +15,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -81,7 +80,7 @@ func (r *Reader) verifyInto(ctx context.Context, vf *verifier) error {
 	}
 	summarizer := r.summarizer()
 	var filter bson.D
-	if r.Cfg.Mode == conf.ModeFlat {
+	if r.Cfg.Mode == model.ModeFlat {
 		filter = r.entryFilter(Query{From: vf.opt.From, To: vf.opt.To}, "")
 	} else {
 		filter = r.bucketFilter(Query{From: vf.opt.From, To: vf.opt.To})
@@ -119,7 +118,7 @@ func (r *Reader) verifyDoc(d bson.Raw, coll string, summarizer *bucketer.Config,
 		vf.report(Problem{Collection: r.Label(coll), Doc: id, What: fmt.Sprintf(format, args...)})
 	}
 	var entries []bson.RawValue
-	if r.Cfg.Mode == conf.ModeFlat {
+	if r.Cfg.Mode == model.ModeFlat {
 		entries = []bson.RawValue{{Type: bson.TypeEmbeddedDocument, Value: d}}
 	} else {
 		entries = r.verifyBucket(d, summarizer, vf.writes, ref, bad)

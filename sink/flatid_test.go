@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -94,7 +95,7 @@ func TestWithID(t *testing.T) {
 // record's own id alone, an ObjectID too; holds' probe of that generation
 // leaves it out (see probe.go), as idOf tells.
 func TestReidKeepsOwnIDs(t *testing.T) {
-	s, err := New(Options{Mode: ModeFlat, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", IDKey: "eid",
+	s, err := New(Options{Mode: model.ModeFlat, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", IDKey: "eid",
 		MaxInflight: 1, Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"}},
 		nullStore{}, writer.DefaultRetry, quietLog{})
 	if err != nil {

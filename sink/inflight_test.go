@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -65,14 +66,14 @@ func TestMaxInflightPerSink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, mode := range []Mode{ModeBucket, ModeFlat} {
+	for _, mode := range []model.Mode{model.ModeBucket, model.ModeFlat} {
 		t.Run(string(mode), func(t *testing.T) {
 			opt := Options{
 				Mode: mode, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
 				MaxInflight: limit, WriteBatch: 1, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 				Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 			}
-			if mode == ModeBucket {
+			if mode == model.ModeBucket {
 				opt.Grouper = bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"}
 			}
 			store := &gateStore{release: make(chan struct{})}

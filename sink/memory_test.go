@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -33,7 +34,7 @@ func TestMemoryDoesNotGrowWithFlushes(t *testing.T) {
 		t.Fatal(err)
 	}
 	opt := Options{
-		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
+		Mode: model.ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
 		MaxInflight: 4, WriteBatch: 100, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 		Grouper: bucketer.Config{KeyPaths: []string{"module"}, TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_",

@@ -17,11 +17,11 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 	id := GenID(content, gen)
 	f := &flush{id: id, tag: tag, batch: batch, dests: dests, prev: &memo{}, limits: map[string]int{}}
 	colls, parts := s.route(f)
-	if s.opt.Mode == ModeFlat {
+	if s.opt.Mode == model.ModeFlat {
 		s.reid(batch, id)
 	}
 	for i, coll := range colls {
-		if s.opt.Mode == ModeFlat {
+		if s.opt.Mode == model.ModeFlat {
 			// Documents with their own id (id_key) are stored whatever
 			// the generation: they say nothing of which one is.
 			recs := part(batch, parts, i)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -33,7 +34,7 @@ func testSink(t *testing.T, set func(*Options)) (*Sink, []byte) {
 		t.Fatal(err)
 	}
 	opt := Options{
-		Mode: ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
+		Mode: model.ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag", Idempotent: true,
 		MaxInflight: 1, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 		Grouper: bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"},

@@ -16,17 +16,9 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
-// Mode is how records are stored.
-type Mode string
-
-const (
-	ModeBucket Mode = "bucket" // many records per document
-	ModeFlat   Mode = "flat"   // one document per record
-)
-
 // Options configure a Sink.
 type Options struct {
-	Mode       Mode
+	Mode       model.Mode
 	Collection string
 	DeadLetter string
 	TagKey     string
@@ -152,12 +144,12 @@ type Totals struct {
 func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink, error) {
 	opt.Grouper.TagKey = opt.TagKey
 	opt.Grouper.ReplaceDot, opt.Grouper.ReplaceDollar = opt.Decoder.ReplaceDot, opt.Decoder.ReplaceDollar
-	if opt.Mode == ModeFlat {
+	if opt.Mode == model.ModeFlat {
 		opt.Decoder.Reserved = append(opt.Decoder.Reserved, model.ID, opt.TagKey)
 	} else if opt.IDKey != "" {
 		return nil, fmt.Errorf("id_key %q needs mode flat", opt.IDKey)
 	}
-	if opt.Mode == ModeBucket && opt.Decoder.MaxRecordBytes == 0 {
+	if opt.Mode == model.ModeBucket && opt.Decoder.MaxRecordBytes == 0 {
 		opt.Decoder.MaxRecordBytes = opt.MaxBytes
 	}
 	if opt.Now == nil {
@@ -188,7 +180,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	batch := s.batches.Get().(*parser.Batch)
 	defer s.batches.Put(batch)
 	var content string
-	if s.opt.Mode == ModeFlat {
+	if s.opt.Mode == model.ModeFlat {
 		// Flat documents' ids derive from the chunk's id.
 		content = ChunkID(s.opt.Agent, tag, chunk)
 		s.dec.Decode(chunk, s.flatPrefix(content, tag), batch)
@@ -257,14 +249,14 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 // attempts of it did not store.
 func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests *routes, res *Result) (*flush, error) {
 	id := GenID(content, gen)
-	if gen > 0 && s.opt.Mode == ModeFlat {
+	if gen > 0 && s.opt.Mode == model.ModeFlat {
 		s.reid(batch, id)
 	}
 	f := &flush{id: id, tag: tag, batch: batch, dests: dests, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{},
 		doubts: map[string][]writer.Doubt{}}
 	var err error
 	stored := res.Stored
-	if s.opt.Mode == ModeFlat {
+	if s.opt.Mode == model.ModeFlat {
 		err = s.writeFlat(ctx, f, res)
 	} else {
 		err = s.writeBuckets(ctx, f, res)

@@ -22,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -187,7 +188,7 @@ var fastRetry = writer.Retry{Base: time.Millisecond, Cap: 10 * time.Millisecond}
 // by default (collection logs, 1m windows), with the given bounds.
 func sinkOptions(maxRecords, maxBytes int) sink.Options {
 	return sink.Options{
-		Mode: sink.ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag",
+		Mode: model.ModeBucket, Collection: "logs", DeadLetter: "logs_dead", TagKey: "tag",
 		Idempotent: true, MaxInflight: 4, WriteBatch: 20, FlushTimeout: 10 * time.Second,
 		MaxRecords: maxRecords, MaxBytes: maxBytes,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},

@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -284,7 +285,7 @@ func TestFaultsFlatInterruptedChunkResent(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := newDBEnv(t)
 			opt := sinkOptions(0, 0)
-			opt.Mode = sink.ModeFlat
+			opt.Mode = model.ModeFlat
 			fs := &faultStore{Store: e.store(), failAt: 1, err: c.err, apply: c.apply, down: true}
 			s := e.newSink(opt, fs, fs.retry())
 			flushSink(t, s, "app.log", chunk, sink.Retry)
@@ -402,7 +403,7 @@ func TestFaultsMajorityReads(t *testing.T) {
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
 	store := writer.MongoStore{DB: client.Database(e.dbName), Majority: true}
 	chunk, _ := appSlice(t, 300)
-	for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+	for _, mode := range []model.Mode{model.ModeBucket, model.ModeFlat} {
 		opt := sinkOptions(100, 64<<10)
 		opt.Mode, opt.Collection = mode, "logs_"+string(mode)
 		fs := &faultStore{Store: store, failAt: 2, err: errTimeout, apply: true}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 )
@@ -24,7 +25,7 @@ import (
 func modeSinkOptions(mode string) sink.Options {
 	opt := sinkOptions(1000, 64<<10)
 	if mode == "flat" {
-		opt.Mode = sink.ModeFlat
+		opt.Mode = model.ModeFlat
 	}
 	return opt
 }

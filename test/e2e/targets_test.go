@@ -20,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
@@ -407,10 +408,10 @@ func TestTargetsPoison(t *testing.T) {
 }
 
 // templated is an in-process sink's options routing by the field ns.
-func templated(t *testing.T, mode sink.Mode) sink.Options {
+func templated(t *testing.T, mode model.Mode) sink.Options {
 	opt := sinkOptions(1000, 1<<20)
 	opt.Mode = mode
-	if mode == sink.ModeFlat {
+	if mode == model.ModeFlat {
 		opt.Grouper = bucketer.Config{}
 	}
 	db, err := naming.ParseDatabase("unused")
@@ -439,7 +440,7 @@ func TestTargetsRetried(t *testing.T) {
 		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"id", fmt.Sprintf("r%02d", i)}, kv{"ns", fmt.Sprintf("n%d", i%3)}))
 	}
 	chunk := join(recs)
-	for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+	for _, mode := range []model.Mode{model.ModeBucket, model.ModeFlat} {
 		for _, late := range []bool{false, true} {
 			name := map[bool]string{false: "reply-lost", true: "late"}[late]
 			t.Run(string(mode)+"/"+name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
@@ -88,9 +89,9 @@ func oneFlush(uri string) error {
 	fmt.Printf("\nEnd to end, %s (5000 records), one flush into a fresh collection; the test server's\n", w.name)
 	fmt.Println("speed says nothing about MongoDB's, the counts carry over:")
 	fmt.Printf("%-7s %-9s %12s %6s %9s %12s %12s %9s %10s %12s\n", "mode", "via", "records/s", "docs", "commands", "bytes sent", "entry bytes", "sent/entry", "idx entries", "bookkeeping")
-	got := map[sink.Mode]stored{}
-	sent := map[sink.Mode]int64{}
-	for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+	got := map[model.Mode]stored{}
+	sent := map[model.Mode]int64{}
+	for _, mode := range []model.Mode{model.ModeBucket, model.ModeFlat} {
 		var wr wire
 		client, err := mongo.Connect(options.Client().ApplyURI(uri).SetMonitor(wr.monitor()))
 		if err != nil {
@@ -134,9 +135,9 @@ func oneFlush(uri string) error {
 			fmt.Printf("%-7s %-9s %12.0f\n", mode, "plugin", rate)
 		}
 	}
-	b, f := got[sink.ModeBucket], got[sink.ModeFlat]
+	b, f := got[model.ModeBucket], got[model.ModeFlat]
 	fmt.Printf("bucket vs flat: %.4fx the documents, %.3fx the bytes sent, %.4fx the index entries\n",
-		float64(b.docs)/float64(f.docs), float64(sent[sink.ModeBucket])/float64(sent[sink.ModeFlat]),
+		float64(b.docs)/float64(f.docs), float64(sent[model.ModeBucket])/float64(sent[model.ModeFlat]),
 		float64(b.docs*b.indexes)/float64(f.docs*f.indexes))
 	return nil
 }
@@ -157,10 +158,10 @@ func quietSource(uri string) error {
 	db := client.Database("bench_quiet")
 	_ = db.Drop(context.Background())
 	defer db.Drop(context.Background())
-	if err := createIndexes(db, sink.ModeBucket); err != nil {
+	if err := createIndexes(db, model.ModeBucket); err != nil {
 		return err
 	}
-	opt, err := sinkOptions(workload{tag: "host-a"}, sink.ModeBucket)
+	opt, err := sinkOptions(workload{tag: "host-a"}, model.ModeBucket)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func quietSource(uri string) error {
 		}
 	}
 	cmds := wr.commands.Load()
-	st, err := inspect(db, sink.ModeBucket)
+	st, err := inspect(db, model.ModeBucket)
 	if err != nil {
 		return err
 	}
@@ -195,9 +196,9 @@ func quietSource(uri string) error {
 }
 
 // createIndexes creates the indexes the plugin creates for mode.
-func createIndexes(db *mongo.Database, mode sink.Mode) error {
+func createIndexes(db *mongo.Database, mode model.Mode) error {
 	keys := bson.D{{Key: "key", Value: 1}, {Key: "start", Value: 1}}
-	if mode == sink.ModeFlat {
+	if mode == model.ModeFlat {
 		keys = bson.D{{Key: "tag", Value: 1}, {Key: "ts", Value: 1}}
 	}
 	k := layout.NewKeeper(context.Background(), db, quiet{}, layout.Limits{})
@@ -205,7 +206,7 @@ func createIndexes(db *mongo.Database, mode sink.Mode) error {
 }
 
 // inspect counts documents, entries and their bytes, and indexes.
-func inspect(db *mongo.Database, mode sink.Mode) (stored, error) {
+func inspect(db *mongo.Database, mode model.Mode) (stored, error) {
 	ctx := context.Background()
 	var st stored
 	cur, err := db.Collection("logs").Find(ctx, bson.D{})
@@ -218,7 +219,7 @@ func inspect(db *mongo.Database, mode sink.Mode) (stored, error) {
 		if el, err := cur.Current.LookupErr("ops"); err == nil {
 			st.opsBytes += 1 + len("ops") + 1 + len(el.Value)
 		}
-		if mode == sink.ModeFlat {
+		if mode == model.ModeFlat {
 			st.entries++
 			st.entryBytes += len(cur.Current)
 			continue

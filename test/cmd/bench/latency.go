@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/chunks"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/netproxy"
@@ -74,7 +75,7 @@ func viaLatency(uri string, delay time.Duration, batch int) ([]string, error) {
 	var over []string
 	untrusted := false
 	for _, c := range latencyCases {
-		for _, mode := range []sink.Mode{sink.ModeBucket, sink.ModeFlat} {
+		for _, mode := range []model.Mode{model.ModeBucket, model.ModeFlat} {
 			runs, err := latencyRun(uri, cs.Hosts[0], delay, batch, c, mode)
 			if err != nil {
 				return nil, fmt.Errorf("%s %s at %v: %w", c.name, mode, delay, err)
@@ -92,7 +93,7 @@ func viaLatency(uri string, delay time.Duration, batch int) ([]string, error) {
 
 // latencyRun writes c's chunks in mode through a proxy in front of host
 // adding delay, into a fresh database.
-func latencyRun(uri, host string, delay time.Duration, batch int, c latencyCase, mode sink.Mode) ([]chunkRun, error) {
+func latencyRun(uri, host string, delay time.Duration, batch int, c latencyCase, mode model.Mode) ([]chunkRun, error) {
 	parts, err := c.chunks()
 	if err != nil {
 		return nil, err
@@ -125,7 +126,7 @@ func latencyRun(uri, host string, delay time.Duration, batch int, c latencyCase,
 		return nil, err
 	}
 	var plan *planner
-	if mode == sink.ModeBucket {
+	if mode == model.ModeBucket {
 		if plan, err = newPlanner(opt); err != nil {
 			return nil, err
 		}
@@ -177,7 +178,7 @@ func warmPool(client *mongo.Client, n int) {
 
 // printLatencyRow prints one run and reports whether a chunk of it had a
 // reply that did not account for its statements.
-func printLatencyRow(c latencyCase, mode sink.Mode, runs []chunkRun) (untrusted bool) {
+func printLatencyRow(c latencyCase, mode model.Mode, runs []chunkRun) (untrusted bool) {
 	var records, commands int
 	var elapsed time.Duration
 	var each []string
@@ -189,7 +190,7 @@ func printLatencyRow(c latencyCase, mode sink.Mode, runs []chunkRun) (untrusted 
 		if r.untrusted > 0 {
 			mark, untrusted = "*", true
 		}
-		if mode == sink.ModeBucket {
+		if mode == model.ModeBucket {
 			each = append(each, fmt.Sprintf("%d%s (%d, S=%d)", r.commands, mark, r.formula, r.statements))
 		} else {
 			each = append(each, fmt.Sprint(r.commands, mark))
@@ -203,8 +204,8 @@ func printLatencyRow(c latencyCase, mode sink.Mode, runs []chunkRun) (untrusted 
 
 // overFormula names the bucket-mode chunks after the first whose commands
 // exceed the formula, of those whose replies accounted for every statement.
-func overFormula(w workload, mode sink.Mode, delay time.Duration, batch int, runs []chunkRun) []string {
-	if mode != sink.ModeBucket {
+func overFormula(w workload, mode model.Mode, delay time.Duration, batch int, runs []chunkRun) []string {
+	if mode != model.ModeBucket {
 		return nil
 	}
 	var over []string

@@ -22,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/chunks"
@@ -93,7 +94,7 @@ func run(e2e bool, delay time.Duration) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		opt, err := sinkOptions(w, sink.ModeBucket)
+		opt, err := sinkOptions(w, model.ModeBucket)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +128,7 @@ func rate(r testing.BenchmarkResult, records int) float64 {
 }
 
 // sinkOptions is the plugin's default configuration for w.
-func sinkOptions(w workload, mode sink.Mode) (sink.Options, error) {
+func sinkOptions(w workload, mode model.Mode) (sink.Options, error) {
 	line, err := parser.NewLineParser(w.line, "")
 	if err != nil {
 		return sink.Options{}, err
@@ -137,7 +138,7 @@ func sinkOptions(w workload, mode sink.Mode) (sink.Options, error) {
 		MaxInflight: 4, WriteBatch: 100, FlushTimeout: time.Minute, MaxRecords: 1000, MaxBytes: 1 << 20,
 		Decoder: parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_", Line: line, ParseKey: "log"},
 	}
-	if mode == sink.ModeBucket {
+	if mode == model.ModeBucket {
 		opt.Grouper = bucketer.Config{TagKey: "tag", Window: time.Minute, ReplaceDot: "_", ReplaceDollar: "_"}
 		if w.traces > 0 {
 			opt.Grouper.KeyPaths, opt.Grouper.Window = []string{"traceId"}, 0
@@ -209,7 +210,7 @@ func commandsPerChunk() error {
 			return err
 		}
 		for _, batch := range []int{1, 20, 100} {
-			opt, err := sinkOptions(w, sink.ModeBucket)
+			opt, err := sinkOptions(w, model.ModeBucket)
 			if err != nil {
 				return err
 			}

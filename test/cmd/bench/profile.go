@@ -6,7 +6,7 @@ import (
 	"runtime/pprof"
 	"testing"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // profileTranscode writes a CPU profile of the transcode path, every
@@ -26,7 +26,7 @@ func profileTranscode(file string) error {
 		if err != nil {
 			return err
 		}
-		opt, err := sinkOptions(w, sink.ModeBucket)
+		opt, err := sinkOptions(w, model.ModeBucket)
 		if err != nil {
 			return err
 		}

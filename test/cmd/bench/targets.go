@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
@@ -65,7 +66,7 @@ func targetRows() error {
 	}
 	opts := make([]sink.Options, len(templates))
 	for i, tm := range templates {
-		if opts[i], err = sinkOptions(w, sink.ModeBucket); err != nil {
+		if opts[i], err = sinkOptions(w, model.ModeBucket); err != nil {
 			return err
 		}
 		if opts[i], err = withTemplate(opts[i], tm.collection, 1000); err != nil {
@@ -142,7 +143,7 @@ func targetCommands(w workload, chunk []byte) error {
 		limit int
 	}{{"app_$module", 1000}, {"c_$cost", 50}} {
 		for _, batch := range []int{1, 20, 100} {
-			opt, err := sinkOptions(w, sink.ModeBucket)
+			opt, err := sinkOptions(w, model.ModeBucket)
 			if err != nil {
 				return err
 			}
