@@ -946,6 +946,24 @@ func TestChanged(t *testing.T) {
 	if got := d.Changed(); got != "" {
 		t.Errorf("defaults: Changed() = %s, want nothing", got)
 	}
+	// A collection template's derived dead letters are its default too;
+	// set to the same text by hand they are named.
+	for _, c := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"collection", "k_$ns"}, `collection=k_$ns`},
+		{[]string{"collection", "k_$ns", "dead_letter_collection", "parked"}, `collection=k_$ns dead_letter_collection=parked`},
+		{[]string{"collection", "k_$ns", "partition", "day"}, `collection=k_$ns partition=day`},
+	} {
+		tc, err := parse(with(c.kv...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tc.Changed(); !strings.HasPrefix(got, c.want) || strings.Contains(got, "dead_letter") != strings.Contains(c.want, "dead_letter") {
+			t.Errorf("%q: Changed() = %s, want %s", c.kv, got, c.want)
+		}
+	}
 }
 
 // A key's range is held once, in ranges: Parse accepts its bounds and

@@ -443,7 +443,7 @@ func (c *Config) Changed() string {
 	}
 	var b strings.Builder
 	for _, kv := range c.settings() {
-		derived := kv[0] == "dead_letter_collection" && kv[1] == derivedDeadLetter(c.Collection)
+		derived := kv[0] == "dead_letter_collection" && kv[1] == c.derivedDeadLetter()
 		if kv[0] == "uri" || kv[0] == "uri_source" || derived || kv[1] == defaults[kv[0]] {
 			continue
 		}

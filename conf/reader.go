@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
@@ -23,6 +24,9 @@ type reader struct {
 	errs []error
 	set  map[string]string // keys the user gave, with their trimmed value
 	bad  map[string]bool   // keys whose value was rejected
+	// parsed are the templates parsed as their keys were read (by key),
+	// kept for targets so that each is parsed once.
+	parsed map[string]*naming.Template
 }
 
 // raw returns the trimmed value of key, or its default from the key table
@@ -285,8 +289,11 @@ func (r *reader) deadLetter(collection string) string {
 		if collection == "" { // collection was rejected: no default to derive
 			return ""
 		}
-		v = derivedDeadLetter(collection)
-		if why := checkTemplate(v); why != "" {
+		v = collection + deadLetterSuffix
+		if t := r.parsed["collection"]; t != nil {
+			v = t.Suffixed(deadLetterSuffix) // its suffix literal: "k_$ns" gives "k_$['ns']_dead"
+		}
+		if why := r.collectionOrTemplate("dead_letter_collection", v); why != "" {
 			r.invalid("dead_letter_collection", v, why+" (this default is derived from collection; set dead_letter_collection)")
 			return ""
 		}
@@ -297,7 +304,7 @@ func (r *reader) deadLetter(collection string) string {
 		r.invalid("dead_letter_collection", v, "cannot be disabled: records MongoDB rejects must be kept somewhere; give a collection name")
 		return ""
 	}
-	if !r.check("dead_letter_collection", v, checkTemplate(v)) {
+	if !r.check("dead_letter_collection", v, r.collectionOrTemplate("dead_letter_collection", v)) {
 		return ""
 	}
 	return v

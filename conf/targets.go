@@ -24,18 +24,14 @@ func (t Targets) Templated() bool {
 // isTemplate reports whether a name is written as a template.
 func isTemplate(v string) bool { return strings.Contains(v, "$") }
 
-// derivedDeadLetter is the default dead_letter_collection of collection:
+// derivedDeadLetter is the default dead_letter_collection of c:
 // <collection>_dead, its suffix kept literal when collection is a template
 // ("k_$ns" gives "k_$['ns']_dead", not the field ns_dead).
-func derivedDeadLetter(collection string) string {
-	if !isTemplate(collection) {
-		return collection + deadLetterSuffix
+func (c *Config) derivedDeadLetter() string {
+	if t := c.Targets.Collection; t != nil && !t.Static() {
+		return t.Suffixed(deadLetterSuffix)
 	}
-	t, err := naming.Parse(collection)
-	if err != nil {
-		return collection + deadLetterSuffix
-	}
-	return t.Suffixed(deadLetterSuffix)
+	return c.Collection + deadLetterSuffix
 }
 
 // templateName reads a database or collection name: a template when it
@@ -43,10 +39,12 @@ func derivedDeadLetter(collection string) string {
 func (r *reader) templateName(key string, valid func(string) string, parse func(string) (*naming.Template, error)) string {
 	v, _ := r.raw(key)
 	if isTemplate(v) {
-		if _, err := parse(v); err != nil {
+		t, err := parse(v)
+		if err != nil {
 			r.invalid(key, v, "template: "+err.Error())
 			return ""
 		}
+		r.keep(key, t)
 		return v
 	}
 	if !r.check(key, v, valid(v)) {
@@ -55,16 +53,26 @@ func (r *reader) templateName(key string, valid func(string) string, parse func(
 	return v
 }
 
-// checkTemplate checks a collection name, or a collection template's
-// syntax.
-func checkTemplate(v string) string {
+// collectionOrTemplate checks the value v of key: a collection name, or a
+// collection template's syntax, the template kept.
+func (r *reader) collectionOrTemplate(key, v string) string {
 	if !isTemplate(v) {
 		return checkCollection(v)
 	}
-	if _, err := naming.Parse(v); err != nil {
+	t, err := naming.Parse(v)
+	if err != nil {
 		return "template: " + err.Error()
 	}
+	r.keep(key, t)
 	return ""
+}
+
+// keep keeps the template t parsed from key's value.
+func (r *reader) keep(key string, t *naming.Template) {
+	if r.parsed == nil {
+		r.parsed = map[string]*naming.Template{}
+	}
+	r.parsed[key] = t
 }
 
 // targetValue reads target_missing or target_overflow: text that a name
@@ -95,6 +103,9 @@ func (r *reader) targets(c *Config) {
 		return
 	}
 	parse := func(key, v string, parse func(string) (*naming.Template, error)) *naming.Template {
+		if t := r.parsed[key]; t != nil {
+			return t
+		}
 		t, err := parse(v)
 		if err != nil {
 			r.invalid(key, v, err.Error())
