@@ -13,7 +13,6 @@ import (
 	"sync"
 	"time"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -63,6 +62,7 @@ type Instance struct {
 	// last attempt that failed (both under retention).
 	retention    sync.RWMutex
 	kept, failed time.Time
+	places       layout.Places // where the instance writes, for retention and existing targets
 	// keepers prepare the collections of each database written to (one
 	// unless database is a template), under keepersMu.
 	keepersMu sync.Mutex
@@ -162,7 +162,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
-		stats: stats, endpoint: endpoint, slot: slot, keepers: map[string]*layout.Keeper{}}
+		stats: stats, endpoint: endpoint, slot: slot, keepers: map[string]*layout.Keeper{}, places: places(cfg)}
 	in.info, _ = store.(writer.Informer)
 	opt.Setup = in.setup
 	if opt.Targets != nil {
@@ -429,7 +429,7 @@ func (in *Instance) learnServer(ctx context.Context) error {
 // from the newest partition: a record from the future moves nothing). It
 // runs once per period and process, after the flushes in flight.
 func (in *Instance) dropOldPartitions() {
-	p, now := in.partitions(), time.Now()
+	p, now := in.places.Partitions, time.Now()
 	if p.Keep == 0 {
 		return
 	}
@@ -448,20 +448,12 @@ func (in *Instance) dropOldPartitions() {
 	}
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
 	defer cancel()
-	dbs, err := in.databases(ctx)
-	for _, db := range dbs {
-		var dropped []string
-		dropped, err = layout.DropOld(ctx, in.client.Database(db), p, now)
-		for _, d := range dropped {
-			if qualified(in.cfg) {
-				d = db + "." + d
-			}
-			in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", d, p.Keep, p.Collection(oldest))
+	err := in.places.DropOld(ctx, in.client, now, func(db, coll string) {
+		if qualified(in.cfg) {
+			coll = db + "." + coll
 		}
-		if err != nil {
-			break
-		}
-	}
+		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", coll, p.Keep, p.Collection(oldest))
+	})
 	if err != nil {
 		in.failed = now
 		in.log.Warnf("applying partition_keep: %v (tried again in %v)", err, dropRetry)
@@ -470,65 +462,28 @@ func (in *Instance) dropOldPartitions() {
 	in.kept = oldest
 }
 
-// partitions are the instance's partitions: of its collection, or of every
-// name its collection template can give.
-func (in *Instance) partitions() layout.Partitions {
-	p := layout.Partitions{Base: in.cfg.Collection, Period: in.cfg.Partition, Keep: in.cfg.PartitionKeep}
-	if t := in.cfg.Targets.Collection; t != nil && !t.Static() {
-		p.Bases = t.Matches
+// places are where an instance of cfg writes: its database or those its
+// template can give, and its collection's (or template's) partitions.
+func places(cfg *conf.Config) layout.Places {
+	pl := layout.Places{Database: cfg.Database,
+		Partitions: layout.Partitions{Base: cfg.Collection, Period: cfg.Partition, Keep: cfg.PartitionKeep}}
+	if t := cfg.Targets.Database; t != nil && !t.Static() {
+		pl.DatabaseMatch = t.Matches
 	}
-	return p
-}
-
-// databases are the databases the instance writes to: its database, or
-// those existing whose names its database template can give.
-func (in *Instance) databases(ctx context.Context) ([]string, error) {
-	t := in.cfg.Targets.Database
-	if t == nil || t.Static() {
-		return []string{in.cfg.Database}, nil
-	}
-	names, err := in.client.ListDatabaseNames(ctx, bson.D{})
-	if err != nil {
-		return nil, fmt.Errorf("listing databases: %w", err)
-	}
-	var out []string
-	for _, n := range names {
-		if t.Matches(n) {
-			out = append(out, n)
+	if t := cfg.Targets.Collection; t != nil {
+		pl.CollectionMatch = t.Matches
+		if !t.Static() {
+			pl.Partitions.Bases = t.Matches
 		}
 	}
-	return out, nil
+	return pl
 }
 
-// existingTargets lists the targets that exist already: in every database
-// the instance writes to, each collection whose name (with partitions, its
-// name without the suffix) the collection template can give. Dead-letter
-// collections a template can give count too.
+// existingTargets lists the targets that exist already (see
+// layout.Places.Existing); dead-letter collections a template can give
+// count too.
 func (in *Instance) existingTargets(ctx context.Context) ([][2]string, error) {
-	dbs, err := in.databases(ctx)
-	if err != nil {
-		return nil, err
-	}
-	p := in.partitions()
-	seen := map[[2]string]bool{}
-	var out [][2]string
-	for _, db := range dbs {
-		names, err := in.client.Database(db).ListCollectionNames(ctx, bson.D{})
-		if err != nil {
-			return nil, fmt.Errorf("listing the collections of %s: %w", db, err)
-		}
-		for _, n := range names {
-			base, ok := n, in.cfg.Targets.Collection.Matches(n)
-			if p.Period != layout.None {
-				base, ok = p.Split(n)
-			}
-			if k := [2]string{db, base}; ok && !seen[k] {
-				seen[k] = true
-				out = append(out, k)
-			}
-		}
-	}
-	return out, nil
+	return in.places.Existing(ctx, in.client)
 }
 
 // report logs a summary line at most once a minute.
