@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -38,7 +37,7 @@ type Refused struct {
 // by index in docs, the connections a document inserted alone lost in a
 // row in earlier attempts (an earlier Inserted.Drops).
 func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int, drops map[int]int) (Inserted, error) {
-	return (&inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, drops: drops}).all(ctx)
+	return (&inserter{store: store, retry: retry, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops}}).all(ctx)
 }
 
 // ReplaceAll is InsertAll for documents that replace the one of their _id
@@ -49,7 +48,7 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 // written. Any other is replaced, again after a failed command, which can
 // only apply once.
 func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit, batch int, drops map[int]int) (Inserted, error) {
-	ins := &inserter{store: store, coll: coll, docs: docs, retry: retry, limit: limit, batch: batch, drops: drops, replace: true}
+	ins := &inserter{store: store, retry: retry, batch: batch, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops, replace: true}}
 	all := make([]int, len(docs))
 	for i := range all {
 		all[i] = i
@@ -112,19 +111,14 @@ type Inserted struct {
 	Drops map[int]int
 }
 
-// inserter is one InsertAll; limit is the smallest split it has made.
+// inserter is one InsertAll or ReplaceAll: the executor of its flat
+// protocol.
 type inserter struct {
-	store   Store
-	coll    string
-	docs    []Doc
-	retry   Retry
-	limit   int
-	existed int
-	drops   map[int]int  // given
-	lost    map[int]int  // to give back
-	replace bool         // Store.Replace instead of InsertMany
-	skip    map[int]bool // stored already, not to write
-	batch   int          // the most documents per command; 0: no bound
+	flatProto
+	store Store
+	retry Retry
+	skip  map[int]bool // stored already, not to write
+	batch int          // the most documents per command; 0: no bound
 }
 
 // put sends batch as one insert or replace command.
@@ -135,63 +129,33 @@ func (ins *inserter) put(ctx context.Context, batch []bson.Raw) error {
 	return ins.store.InsertMany(ctx, ins.coll, batch)
 }
 
+// insert writes pending, carrying out what the flat protocol asks until it
+// is done, and returns the documents refused.
 func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, error) {
-	store, coll, docs, retry := ins.store, ins.coll, ins.docs, ins.retry
-	var refused []Refused
-	netErrs, waits := 0, 0
-	if len(pending) == 1 {
-		netErrs = ins.drops[pending[0]]
-	}
-	defer func() {
-		if len(pending) == 1 && netErrs > 0 {
-			ins.lost = map[int]int{pending[0]: netErrs}
-		}
-	}()
-	for len(pending) > 0 {
-		batch := make([]bson.Raw, len(pending))
-		for i, p := range pending {
-			batch[i] = docs[p].Raw
-		}
-		err := ins.put(ctx, batch)
-		if err == nil {
-			return refused, nil
-		}
-		// Sort out what happened: documents refused for their content,
-		// documents already there, and the rest to try again.
-		poison := poisonOf(err, pending)
-		suspect, answers := ins.suspect(ctx, err, pending, &netErrs)
-		stored, ferr := existing(ctx, store, coll, docs, pending, ins.replace)
-		if ferr != nil {
-			err, suspect, answers = ferr, false, false
-		}
-		next := ins.sortOut(pending, stored, poison, ins.existedBefore(err, pending), &refused)
-		progress := len(next) < len(pending)
-		pending = next
-		switch {
-		case len(pending) == 0:
-			return refused, nil
-		case progress:
-			netErrs = 0
-			continue
-		case suspect || Classify(err) == Poison:
-			if len(pending) == 1 {
-				reason := "refused by MongoDB: " + err.Error()
-				if suspect {
-					reason = fmt.Sprintf("refused by MongoDB: the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %v", netErrs, err)
-				}
-				return append(refused, Refused{Index: pending[0], Reason: reason}), nil
+	a := ins.begin(pending)
+	for {
+		switch a.kind {
+		case flatPut:
+			batch := make([]bson.Raw, len(a.pending))
+			for i, p := range a.pending {
+				batch[i] = ins.docs[p].Raw
 			}
-			return ins.split(ctx, pending, refused)
-		}
-		if answers {
-			continue // the server answers: repeat at once
-		}
-		waits++
-		if werr := retry.Wait(ctx, waits); werr != nil {
-			return refused, fmt.Errorf("inserting into %s: %w", coll, err)
+			a = ins.onPut(ins.put(ctx, batch))
+		case flatControl:
+			p := sendControl(ctx, ins.store, ins.coll, a.bytes)
+			a = ins.onControl(p, ctx.Err() != nil)
+		case flatPing:
+			a = ins.onPing(ctx.Err() == nil && ins.store.Ping(ctx) == nil)
+		case flatFind:
+			a = ins.onFind(existing(ctx, ins.store, ins.coll, ins.docs, a.pending, ins.replace))
+		case flatBackoff:
+			a = ins.onBackoff(ins.retry.Wait(ctx, a.attempt))
+		case flatDone:
+			return ins.refused, nil
+		default:
+			return ins.refused, a.err
 		}
 	}
-	return refused, nil
 }
 
 // poisonOf is, by document index, why the server refused documents of
@@ -211,33 +175,14 @@ func poisonOf(err error, pending []int) map[int]string {
 	return poison
 }
 
-// suspect reports whether the lost connection of err puts the content of
-// pending under suspicion, counting it in netErrs, and whether the server
-// answers meanwhile (a document alone is then repeated at once).
-func (ins *inserter) suspect(ctx context.Context, err error, pending []int, netErrs *int) (suspect, answers bool) {
-	if Classify(err) != Transient || !errkind.ConnectionLost(err) {
-		return false, false
-	}
-	if len(pending) == 1 {
-		// One document alone: suspected only on the evidence of Dropped
-		// (and then only if not stored, see insert).
-		suspect = Dropped(ctx, ins.store, ins.coll, len(ins.docs[pending[0]].Raw), netErrs)
-		return suspect, *netErrs > 0 && ctx.Err() == nil
-	}
-	// Once a search is under way, the content around it is suspect from
-	// the first dropped connection.
-	*netErrs++
-	return (*netErrs >= suspectAfter || ins.limit > 0) && ctx.Err() == nil && ins.store.Ping(ctx) == nil, false
-}
-
 // existedBefore is, when the server answered the insert of pending with
-// err, the documents it named as existing already (DuplicateKey): the
+// err (an insert, not a replace), the documents it named as existing already (DuplicateKey): the
 // others found stored after it are this insert's. nil when it did not
 // answer (a lost reply): every document found stored then counts as
 // existing, the insert's own included.
-func (ins *inserter) existedBefore(err error, pending []int) map[int]bool {
+func existedBefore(err error, pending []int, replace bool) map[int]bool {
 	var bwe mongo.BulkWriteException
-	if ins.replace || !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+	if replace || !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
 		return nil
 	}
 	dup := map[int]bool{}
@@ -250,43 +195,6 @@ func (ins *inserter) existedBefore(err error, pending []int) map[int]bool {
 		}
 	}
 	return dup
-}
-
-// sortOut counts the documents of pending already stored (of those, with
-// before, the ones it names), adds those refused to refused, and returns
-// the rest, to try again.
-func (ins *inserter) sortOut(pending []int, stored map[int]bool, poison map[int]string, before map[int]bool, refused *[]Refused) []int {
-	next := pending[:0:0]
-	for _, p := range pending {
-		switch {
-		case stored[p] && before != nil && !before[p]:
-			// Written by the insert just answered.
-		case stored[p]:
-			ins.existed++
-		case poison[p] != "":
-			*refused = append(*refused, Refused{Index: p, Reason: "refused by MongoDB: " + poison[p]})
-		default:
-			next = append(next, p)
-		}
-	}
-	return next
-}
-
-// split inserts pending in halves, to find the document a refusal without
-// a usable index (or a suspect lost connection) is about.
-func (ins *inserter) split(ctx context.Context, pending []int, refused []Refused) ([]Refused, error) {
-	half := (len(pending) + 1) / 2
-	if ins.limit == 0 || half < ins.limit {
-		ins.limit = half
-	}
-	for _, part := range [][]int{pending[:half], pending[half:]} {
-		more, err := ins.insert(ctx, part)
-		refused = append(refused, more...)
-		if err != nil {
-			return refused, err
-		}
-	}
-	return refused, nil
 }
 
 // existing reports which of the pending documents are already stored: a
