@@ -1,8 +1,11 @@
-// Package errkind is the one place an error gets a class. The writer,
-// the sink, collection set-up and the metrics all ask it: Of says what
-// happened (the server refused, did not answer, said "not now", ...), and
-// each Kind says what the writer does about it (Class) and whether set-up
-// waits for it (Passing) or goes on without what it asked for (Refusal).
+// Package errkind is the one place an error gets a kind. The writer,
+// the sink, collection set-up, the metrics and mongolog all ask it: Of
+// says what happened (the server refused, did not answer, said "not now",
+// the connection was lost under the command, ...), and the predicates of
+// a Kind say what follows from it: whether the command may have applied
+// (MayHaveApplied), whether set-up waits for it (Passing) or goes on
+// without what it asked for (Refusal). The writer's protocols decide on
+// the kind alone.
 //
 // It depends on the driver only, so that every package can use it.
 package errkind
@@ -32,13 +35,18 @@ const (
 	// Unavailable: the server answered "not now": an election, a
 	// shutdown, a lost primary, a RetryableWriteError label.
 	Unavailable
-	// Timeout: no answer in time (a context deadline, a driver or
-	// socket timeout, maxTimeMS expired).
+	// Timeout: no answer in time on a connection that was not lost (a
+	// context deadline before the command went out, a pool or socket
+	// timeout, maxTimeMS expired).
 	Timeout
-	// Network: the server could not be reached or the connection was
-	// lost (a NetworkError label, a failed server selection); a command
-	// may or may not have run.
-	Network
+	// Lost: the connection a command went on was lost or cut (the
+	// driver's NetworkError label, also when the flush's deadline cut
+	// it): the command may have applied, as the driver's
+	// prevIndefiniteErr.
+	Lost
+	// Unreachable: no server could be selected to send the command to
+	// (a failed server selection): it was not sent.
+	Unreachable
 	// Stopped: the work was stopped (a canceled context, a disconnected
 	// client).
 	Stopped
@@ -53,48 +61,26 @@ const (
 )
 
 var kindNames = [...]string{"none", "duplicate key", "write conflict", "poison", "unavailable",
-	"timeout", "network", "stopped", "refused", "panic", "unknown"}
+	"timeout", "lost", "unreachable", "stopped", "refused", "panic", "unknown"}
 
 func (k Kind) String() string { return kindNames[k] }
 
-// Class is what the writer does about an error.
-type Class int
+// MayHaveApplied reports whether the command may have applied although
+// no reply said so: its connection was lost under it. A write of this
+// kind is in doubt until a read settles it.
+func (k Kind) MayHaveApplied() bool { return k == Lost }
 
-const (
-	// OK: no error.
-	OK Class = iota
-	// DuplicateKey: the document exists; an upsert's filter did not match
-	// it (the bucket is full, already holds this write, or was created
-	// concurrently).
-	DuplicateKey
-	// WriteConflict: retry the same write after a backoff.
-	WriteConflict
-	// Transient: retry the same write after a backoff, and give the chunk
-	// back to Fluent Bit when the flush deadline passes. Every error that
-	// is not about the content is transient to the writer: the chunk is
-	// retried rather than dropped.
-	Transient
-	// Poisoned: retrying the same content can never succeed.
-	Poisoned
-)
-
-func (c Class) String() string {
-	return [...]string{"ok", "duplicate key", "write conflict", "transient", "poison"}[c]
-}
-
-// Class is what the writer does about an error of kind k.
-func (k Kind) Class() Class {
+// Retried reports whether the writer repeats the same write after a
+// backoff: every kind but a success, a duplicate key and content the
+// server refuses. Errors not about the content are retried rather than
+// the chunk dropped; past the flush's deadline the chunk goes back to
+// Fluent Bit.
+func (k Kind) Retried() bool {
 	switch k {
-	case None:
-		return OK
-	case Duplicate:
-		return DuplicateKey
-	case Conflict:
-		return WriteConflict
-	case Poison:
-		return Poisoned
+	case None, Duplicate, Poison:
+		return false
 	}
-	return Transient
+	return true
 }
 
 // Passing reports whether the same command can succeed later unchanged:
@@ -118,7 +104,7 @@ func (k Kind) Refusal() bool {
 // short or never sent (it may or may not have run).
 func (k Kind) Unanswered() bool {
 	switch k {
-	case Timeout, Network, Stopped:
+	case Timeout, Lost, Unreachable, Stopped:
 		return true
 	}
 	return false
@@ -134,11 +120,12 @@ func (k Kind) FromServer() bool {
 	return false
 }
 
-// ConnectionLost reports whether err says the connection a command went
-// on was lost or cut (the driver's NetworkError label): the command may
-// have applied. It also holds for a timeout on the socket, which Of calls
-// Timeout.
-func ConnectionLost(err error) bool { return mongo.IsNetworkError(err) }
+// TimedOut reports whether err says time ran out, a deadline or a
+// timeout, whatever its kind: a connection cut by the flush's deadline is
+// Lost and timed out.
+func TimedOut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || mongo.IsTimeout(err)
+}
 
 // NamespaceExists reports whether the server answered that the collection
 // exists already (code 48, NamespaceExists).
@@ -213,10 +200,12 @@ func Of(err error) Kind {
 	switch {
 	case server && se.HasErrorCode(112):
 		return Conflict
-	case errors.Is(err, context.DeadlineExceeded) || mongo.IsTimeout(err):
+	case mongo.IsNetworkError(err):
+		return Lost
+	case TimedOut(err):
 		return Timeout
-	case mongo.IsNetworkError(err) || errors.As(err, &topology.ServerSelectionError{}):
-		return Network
+	case errors.As(err, &topology.ServerSelectionError{}):
+		return Unreachable
 	case errors.Is(err, context.Canceled) || errors.Is(err, mongo.ErrClientDisconnected):
 		return Stopped
 	case !server:

@@ -62,17 +62,20 @@ func TestOf(t *testing.T) {
 		{"deadline", context.DeadlineExceeded, Timeout},
 		{"wrapped deadline", fmt.Errorf("server selection: %w", context.DeadlineExceeded), Timeout},
 		{"server selection past the deadline", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}, Timeout},
-		{"read cut by the deadline", cut, Timeout},
 		{"max time expired 50", mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}, Timeout},
 		{"deadline would be exceeded", driver.ErrDeadlineWouldBeExceeded, Timeout},
 		{"pool wait queue timeout", topology.WaitQueueTimeoutError{Wrapped: context.DeadlineExceeded}, Timeout},
 		{"socket timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, Timeout},
 
-		// The connection was lost or the server not reached.
-		{"connection lost", lost, Network},
-		{"wrapped connection lost", fmt.Errorf("upsert: %w", lost), Network},
-		{"network label on write exception", mongo.WriteException{Labels: []string{"NetworkError"}}, Network},
-		{"no suitable server", topology.ServerSelectionError{Wrapped: errors.New("no primary available")}, Network},
+		// The connection was lost under the command, also when the
+		// deadline cut it: it may have applied.
+		{"connection lost", lost, Lost},
+		{"wrapped connection lost", fmt.Errorf("upsert: %w", lost), Lost},
+		{"network label on write exception", mongo.WriteException{Labels: []string{"NetworkError"}}, Lost},
+		{"read cut by the deadline", cut, Lost},
+
+		// No server to send it to: it was not sent.
+		{"no suitable server", topology.ServerSelectionError{Wrapped: errors.New("no primary available")}, Unreachable},
 
 		{"canceled", context.Canceled, Stopped},
 		{"client disconnected", mongo.ErrClientDisconnected, Stopped},
@@ -110,37 +113,38 @@ func TestOf(t *testing.T) {
 	}
 }
 
-// What each kind means to the writer (Class), to set-up (Passing: wait;
-// Refusal: go on without), to a record's dropped connections
+// What each kind means to the writer (MayHaveApplied: a write in doubt;
+// Retried: the same write again after a backoff), to set-up (Passing:
+// wait; Refusal: go on without), to a record's dropped connections
 // (Unanswered) and to the metrics (FromServer).
 func TestKinds(t *testing.T) {
+	type says struct{ mayHaveApplied, retried, passing, refusal, unanswered, fromServer bool }
 	cases := []struct {
-		kind                                     Kind
-		name                                     string
-		class                                    Class
-		passing, refusal, unanswered, fromServer bool
+		kind Kind
+		name string
+		says
 	}{
-		{None, "none", OK, false, false, false, false},
-		{Duplicate, "duplicate key", DuplicateKey, false, true, false, true},
-		{Conflict, "write conflict", WriteConflict, true, false, false, true},
-		{Poison, "poison", Poisoned, false, true, false, true},
-		{Unavailable, "unavailable", Transient, true, false, false, true},
-		{Timeout, "timeout", Transient, true, false, true, false},
-		{Network, "network", Transient, true, false, true, false},
-		{Stopped, "stopped", Transient, true, false, true, false},
-		{Refused, "refused", Transient, false, true, false, true},
-		{Panic, "panic", Transient, false, false, false, false},
-		{Unknown, "unknown", Transient, false, false, false, false},
+		{None, "none", says{false, false, false, false, false, false}},
+		{Duplicate, "duplicate key", says{false, false, false, true, false, true}},
+		{Conflict, "write conflict", says{false, true, true, false, false, true}},
+		{Poison, "poison", says{false, false, false, true, false, true}},
+		{Unavailable, "unavailable", says{false, true, true, false, false, true}},
+		{Timeout, "timeout", says{false, true, true, false, true, false}},
+		{Lost, "lost", says{true, true, true, false, true, false}},
+		{Unreachable, "unreachable", says{false, true, true, false, true, false}},
+		{Stopped, "stopped", says{false, true, true, false, true, false}},
+		{Refused, "refused", says{false, true, false, true, false, true}},
+		{Panic, "panic", says{false, true, false, false, false, false}},
+		{Unknown, "unknown", says{false, true, false, false, false, false}},
 	}
 	if len(cases) != len(kindNames) {
 		t.Fatalf("%d kinds in the table, %d defined", len(cases), len(kindNames))
 	}
 	for _, c := range cases {
 		k := c.kind
-		if k.String() != c.name || k.Class() != c.class || k.Passing() != c.passing || k.Refusal() != c.refusal ||
-			k.Unanswered() != c.unanswered || k.FromServer() != c.fromServer {
-			t.Errorf("%v: class %v passing %v refusal %v unanswered %v fromServer %v, want %q %v %v %v %v %v", k,
-				k.Class(), k.Passing(), k.Refusal(), k.Unanswered(), k.FromServer(), c.name, c.class, c.passing, c.refusal, c.unanswered, c.fromServer)
+		got := says{k.MayHaveApplied(), k.Retried(), k.Passing(), k.Refusal(), k.Unanswered(), k.FromServer()}
+		if k.String() != c.name || got != c.says {
+			t.Errorf("%v: %+v, want %q %+v", k, got, c.name, c.says)
 		}
 	}
 }
@@ -166,24 +170,28 @@ func TestGuard(t *testing.T) {
 
 // The predicates asked instead of raw codes and driver calls.
 func TestPredicates(t *testing.T) {
-	lost := mongo.CommandError{Labels: []string{"NetworkError"}, Message: "connection(localhost:27017[-3]) incomplete read of message header: EOF"}
 	exists := mongo.CommandError{Code: 48, Name: "NamespaceExists", Message: "Collection already exists"}
 	missing := mongo.CommandError{Code: 26, Name: "NamespaceNotFound", Message: "ns does not exist"}
+	cut := mongo.CommandError{Labels: []string{"NetworkError"}, Message: "connection(localhost:27017[-3]) incomplete read of message header: context deadline exceeded",
+		Wrapped: topology.ConnectionError{Wrapped: context.DeadlineExceeded}}
 	for _, c := range []struct {
-		name                   string
-		err                    error
-		lost, exists, notFound bool
+		name                       string
+		err                        error
+		exists, notFound, timedOut bool
 	}{
-		{"lost", fmt.Errorf("insert: %w", lost), true, false, false},
-		{"exists", fmt.Errorf("create: %w", exists), false, true, false},
-		{"not found", missing, false, false, true},
+		{"exists", fmt.Errorf("create: %w", exists), true, false, false},
+		{"not found", missing, false, true, false},
 		{"other code", mongo.CommandError{Code: 2, Message: "bad value"}, false, false, false},
 		{"nil", nil, false, false, false},
 		{"not the driver's", errors.New("code 48"), false, false, false},
+		{"deadline", fmt.Errorf("upsert: %w", context.DeadlineExceeded), false, false, true},
+		{"read cut by the deadline", cut, false, false, true},
+		{"socket timeout", &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}, false, false, true},
+		{"connection lost", mongo.CommandError{Labels: []string{"NetworkError"}, Wrapped: topology.ConnectionError{Wrapped: io.EOF}}, false, false, false},
 	} {
-		if ConnectionLost(c.err) != c.lost || NamespaceExists(c.err) != c.exists || NamespaceNotFound(c.err) != c.notFound {
-			t.Errorf("%s: lost %v, exists %v, not found %v; want %v, %v, %v", c.name,
-				ConnectionLost(c.err), NamespaceExists(c.err), NamespaceNotFound(c.err), c.lost, c.exists, c.notFound)
+		if NamespaceExists(c.err) != c.exists || NamespaceNotFound(c.err) != c.notFound || TimedOut(c.err) != c.timedOut {
+			t.Errorf("%s: exists %v, not found %v, timed out %v; want %v, %v, %v", c.name,
+				NamespaceExists(c.err), NamespaceNotFound(c.err), TimedOut(c.err), c.exists, c.notFound, c.timedOut)
 		}
 	}
 }

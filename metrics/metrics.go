@@ -117,9 +117,9 @@ func (o *Output) Flushed(res sink.Result, took time.Duration) {
 func Reason(err error) string {
 	var setup *layout.Required
 	switch k := errkind.Of(err); {
-	case k == errkind.Timeout:
+	case k == errkind.Timeout || k == errkind.Lost && errkind.TimedOut(err):
 		return "timeout"
-	case k == errkind.Network:
+	case k == errkind.Lost || k == errkind.Unreachable:
 		return "network"
 	case errors.As(err, &setup):
 		return "setup"

@@ -27,6 +27,8 @@ func TestReason(t *testing.T) {
 		{"server selection past the deadline", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}, "timeout"},
 		{"max time expired", mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}, "timeout"},
 		{"connection lost", lost, "network"},
+		{"read cut by the flush deadline", mongo.CommandError{Labels: []string{"NetworkError"}, Message: "incomplete read of message header: context deadline exceeded",
+			Wrapped: topology.ConnectionError{Wrapped: context.DeadlineExceeded}}, "timeout"},
 		{"no suitable server", topology.ServerSelectionError{Wrapped: errors.New("no primary available")}, "network"},
 		{"set-up required", &layout.Required{Err: errors.New("creating capped collection logs: refused")}, "setup"},
 		{"set-up required, connection lost", &layout.Required{Err: lost}, "network"},

@@ -109,7 +109,7 @@ func (m *flatProto) onPut(err error) flatAction {
 	}
 	f.err, f.poison = err, poisonOf(err, f.pending)
 	f.suspect, f.answers = false, false
-	if Classify(err) != Transient || !errkind.ConnectionLost(err) {
+	if errkind.Of(err) != errkind.Lost {
 		return flatAction{kind: flatFind, pending: f.pending}
 	}
 	if len(f.pending) == 1 {
@@ -119,19 +119,17 @@ func (m *flatProto) onPut(err error) flatAction {
 	}
 	// Once a search is under way, the content around it is suspect from
 	// the first dropped connection.
-	f.netErrs++
-	if f.netErrs >= suspectAfter || m.limit > 0 {
+	if lostMany(&f.netErrs, m.limit > 0) {
 		return flatAction{kind: flatPing}
 	}
 	return flatAction{kind: flatFind, pending: f.pending}
 }
 
-// onControl takes the outcome of the control command; ended reports
-// whether the flush's deadline had passed after it.
-func (m *flatProto) onControl(p probe, ended bool) flatAction {
+// onControl takes the outcome of the control command.
+func (m *flatProto) onControl(p probe) flatAction {
 	f := m.top()
-	f.suspect = countDrop(&f.netErrs, p)
-	f.answers = f.netErrs > 0 && !ended
+	next := afterControl(&f.netErrs, p)
+	f.suspect, f.answers = next == dropPark, next == dropRepeat
 	return flatAction{kind: flatFind, pending: f.pending}
 }
 
@@ -158,13 +156,13 @@ func (m *flatProto) onFind(stored map[int]bool, ferr error) flatAction {
 	case progress:
 		f.netErrs = 0
 		return flatAction{kind: flatPut, pending: f.pending}
-	case f.suspect || Classify(f.err) == Poison:
+	case f.suspect || errkind.Of(f.err) == errkind.Poison:
 		if len(f.pending) == 1 {
-			reason := "refused by MongoDB: " + f.err.Error()
+			err := f.err
 			if f.suspect {
-				reason = fmt.Sprintf("refused by MongoDB: the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %v", f.netErrs, f.err)
+				err = droppedAlone(f.netErrs, f.err)
 			}
-			m.refused = append(m.refused, Refused{Index: f.pending[0], Reason: reason})
+			m.refused = append(m.refused, Refused{Index: f.pending[0], Reason: refusal(err.Error())})
 			return m.pop()
 		}
 		return m.split()
@@ -194,7 +192,7 @@ func (m *flatProto) onBackoff(werr error) flatAction {
 func (m *flatProto) split() flatAction {
 	f := m.top()
 	pending := f.pending
-	half := (len(pending) + 1) / 2
+	half := halve(len(pending))
 	if m.limit == 0 || half < m.limit {
 		m.limit = half
 	}
@@ -237,7 +235,7 @@ func (m *flatProto) sortOut(pending []int, stored map[int]bool, poison map[int]s
 		case stored[p]:
 			m.existed++
 		case poison[p] != "":
-			m.refused = append(m.refused, Refused{Index: p, Reason: "refused by MongoDB: " + poison[p]})
+			m.refused = append(m.refused, Refused{Index: p, Reason: refusal(poison[p])})
 		default:
 			next = append(next, p)
 		}

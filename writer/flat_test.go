@@ -13,10 +13,7 @@ import (
 // Events of the flat rows: the outcome of each action in turn.
 type (
 	putOut     struct{ err error }
-	controlOut struct {
-		p     probe
-		ended bool
-	}
+	controlOut struct{ p probe }
 	pingOut    bool
 	findOut    struct{ stored []int }
 	backoffOut struct{ err error }
@@ -113,9 +110,9 @@ var flatRows = []flatRow{
 	{name: "a control lost: no evidence, the count starts again, backoff", docs: 1, drops: map[int]int{0: 5},
 		events: []any{put(errDrop), controlOut{p: probeLost}, found(), backoffOut{}, put(nil)},
 		want:   []string{"control", "find [0]", "backoff 1", "put [0]", "done"}},
-	{name: "the deadline passes with drops counted: given back", docs: 1,
-		events: []any{put(errDrop), controlOut{p: probeAnswered, ended: true}, found(), backoffOut{context.DeadlineExceeded}},
-		want:   []string{"control", "find [0]", "backoff 1", "fail inserting into logs:"}, lost: map[int]int{0: 1}},
+	{name: "the deadline passes with drops counted: given back", docs: 1, drops: map[int]int{0: 3},
+		events: []any{put(errDrop), controlOut{p: probeEnded}, found(), backoffOut{context.DeadlineExceeded}},
+		want:   []string{"control", "find [0]", "backoff 1", "fail inserting into logs:"}, lost: map[int]int{0: 3}},
 	{name: "a document alone found stored after a lost connection: not parked", docs: 1, drops: map[int]int{0: dropsToPark - 1},
 		events: []any{put(errDrop), controlOut{p: probeAnswered}, found(0)}, want: []string{"control", "find [0]", "done"}, existed: 1},
 	{name: "a failed look-up: nothing counted, backoff on its error", docs: 2,
@@ -159,7 +156,7 @@ func runFlatRow(r flatRow) (got []string, m *flatProto, err error) {
 			}
 			a = m.onPut(e.err)
 		case controlOut:
-			a = m.onControl(e.p, e.ended)
+			a = m.onControl(e.p)
 		case pingOut:
 			a = m.onPing(bool(e))
 		case findOut:

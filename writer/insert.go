@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -143,7 +144,7 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 			a = ins.onPut(ins.put(ctx, batch))
 		case flatControl:
 			p := sendControl(ctx, ins.store, ins.coll, a.bytes)
-			a = ins.onControl(p, ctx.Err() != nil)
+			a = ins.onControl(p)
 		case flatPing:
 			a = ins.onPing(ctx.Err() == nil && ins.store.Ping(ctx) == nil)
 		case flatFind:
@@ -165,11 +166,11 @@ func poisonOf(err error, pending []int) map[int]string {
 	var bwe mongo.BulkWriteException
 	if errors.As(err, &bwe) {
 		for _, we := range bwe.WriteErrors {
-			if Classify(we) == Poison && we.Index >= 0 && we.Index < len(pending) {
+			if errkind.Of(we) == errkind.Poison && we.Index >= 0 && we.Index < len(pending) {
 				poison[pending[we.Index]] = we.Message
 			}
 		}
-	} else if Classify(err) == Poison && len(pending) == 1 {
+	} else if errkind.Of(err) == errkind.Poison && len(pending) == 1 {
 		poison[pending[0]] = err.Error()
 	}
 	return poison
@@ -190,7 +191,7 @@ func existedBefore(err error, pending []int, replace bool) map[int]bool {
 		if we.Index < 0 || we.Index >= len(pending) {
 			return nil // not an answer about these statements
 		}
-		if Classify(we) == Duplicate {
+		if errkind.Of(we) == errkind.Duplicate {
 			dup[pending[we.Index]] = true
 		}
 	}

@@ -376,25 +376,22 @@ func (m *groupProto) replied(r replied) action {
 	if r.shared && r.split {
 		m.alone = true
 	}
-	class := Classify(r.err)
-	network := class == Transient && errkind.ConnectionLost(r.err)
+	k := errkind.Of(r.err)
+	network := k == errkind.Lost
 	var unconfirmed *Unconfirmed
 	switch {
 	case errors.As(r.err, &unconfirmed):
 		// Repeated alone, it applies at most once and says so.
 		m.doubt, m.alone = true, true
 		return m.round()
-	case class == OK:
+	case k == errkind.None:
 		m.stored(r.adds, r.vals)
 		return m.round()
-	case network && !r.shared && m.p.n > 1 && (m.netErrs+1 >= suspectAfter || m.limit > 0):
-		// Once a search is under way, the content around it is suspect
-		// from the first dropped connection; it is, if the server answers.
-		m.netErrs++
-		m.phase = pinging
-		return action{kind: actPing}
 	case network && !r.shared && m.p.n > 1:
-		m.netErrs++
+		if lostMany(&m.netErrs, m.limit > 0) {
+			m.phase = pinging
+			return action{kind: actPing}
+		}
 	case network && !r.shared && m.p.n == 1:
 		// One record alone: parked only on the evidence of Dropped, and
 		// only if it is not stored already.
@@ -402,28 +399,29 @@ func (m *groupProto) replied(r replied) action {
 		m.phase = probing
 		return action{kind: actControl, bytes: r.bytes}
 	}
-	return m.settle(class, r.err)
+	return m.settle(k, r.err)
 }
 
-// settle decides on a write's outcome of class.
-func (m *groupProto) settle(class Class, err error) action {
+// settle decides on a write's outcome err, of kind k.
+func (m *groupProto) settle(k errkind.Kind, err error) action {
 	switch {
-	case class == Poison && m.p.n == 1 && m.doubt:
+	case k == errkind.Poison && m.p.n == 1 && m.doubt:
 		// An earlier attempt may have stored the record: a record is
 		// never both stored and parked.
 		m.cause, m.phase = err, readingPoison
 		return m.readBucket(true)
-	case class == Poison:
+	case k == errkind.Poison:
 		return m.poison(err)
-	case class == Duplicate:
+	case k == errkind.Duplicate:
 		// Read with all of recs, not only this write: the write applied
 		// may have been a larger one, cut in halves after its outcome was
 		// lost.
 		m.phase = readingDup
 		return m.readBucket(m.doubt)
 	}
-	// Conflict, Transient
-	m.doubt = m.doubt || class == Transient
+	// Retried: a write conflict says the write did not apply; any other
+	// error leaves it in doubt.
+	m.doubt = m.doubt || k != errkind.Conflict
 	return m.backoff()
 }
 
@@ -431,17 +429,17 @@ func (m *groupProto) pinged(answered bool) action {
 	if answered {
 		return m.poison(m.err)
 	}
-	return m.settle(Transient, m.err)
+	return m.settle(errkind.Of(m.err), m.err)
 }
 
 func (m *groupProto) probed(r probe) action {
-	if !countDrop(&m.lone, r) {
-		if m.lone > 0 && r == probeAnswered {
-			return m.round() // the server answers: repeat at once
-		}
-		return m.backoff()
+	switch afterControl(&m.lone, r) {
+	case dropPark:
+		return m.settle(errkind.Poison, droppedAlone(m.lone, m.err))
+	case dropRepeat:
+		return m.round() // the server answers: repeat at once
 	}
-	return m.settle(Poison, fmt.Errorf("the server closed the connection on this record alone %d times in a row, answering a command as large each time in between: %w", m.lone, m.err))
+	return m.backoff()
 }
 
 // readBucket asks for the bucket p missed; on a group this process has not
@@ -522,10 +520,10 @@ func (m *groupProto) found(n int) {
 func (m *groupProto) poison(err error) action {
 	if n := m.p.n; n > 1 {
 		m.suspect = max(m.suspect, n)
-		m.limit = (n + 1) / 2
+		m.limit = halve(n)
 		m.p = nil
 	} else {
-		m.park("refused by MongoDB: " + err.Error())
+		m.park(refusal(err.Error()))
 	}
 	return m.round()
 }
@@ -567,12 +565,6 @@ func (m *groupProto) outcome() Outcome {
 	}
 	return out
 }
-
-// suspectAfter is how many network errors in a row a write of several
-// records may meet, the server answering a ping after the last, before it
-// is split in halves: some MongoDB-compatible servers drop the connection
-// on values they do not support. Splitting costs nothing but commands.
-const suspectAfter = 2
 
 // splitNext counts the rounds in a row in which a command of several
 // statements lost its connection (lost, before this round), and reports

@@ -11,10 +11,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
-// Errors as the driver returns them, one per class and kind of failure.
+// Errors as the driver returns them, one per kind of failure.
 var (
 	errDup      = mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 11000, Message: "E11000 duplicate key error"}}}
 	errConflict = mongo.CommandError{Code: 112, Name: "WriteConflict"}
@@ -26,19 +27,16 @@ var (
 	errNotShown = &Unconfirmed{Err: errors.New("the reply accounts for 1 of 3 statements")}
 )
 
-// The errors above fall in the classes the rows below rely on.
-func TestProtocolErrorClasses(t *testing.T) {
+// The errors above are of the kinds the rows below rely on.
+func TestProtocolErrorKinds(t *testing.T) {
 	for _, c := range []struct {
 		err  error
-		want Class
-	}{{errDup, Duplicate}, {errConflict, Conflict}, {errElection, Transient}, {errTimeout, Transient},
-		{errDrop, Transient}, {errDollar, Poison}, {errTooLarge, Poison}} {
-		if got := Classify(c.err); got != c.want {
-			t.Errorf("Classify(%v) = %v, want %v", c.err, got, c.want)
+		want errkind.Kind
+	}{{errDup, errkind.Duplicate}, {errConflict, errkind.Conflict}, {errElection, errkind.Unavailable},
+		{errTimeout, errkind.Timeout}, {errDrop, errkind.Lost}, {errDollar, errkind.Poison}, {errTooLarge, errkind.Poison}} {
+		if got := errkind.Of(c.err); got != c.want {
+			t.Errorf("errkind.Of(%v) = %v, want %v", c.err, got, c.want)
 		}
-	}
-	if !mongo.IsNetworkError(errDrop) || mongo.IsNetworkError(errElection) || mongo.IsNetworkError(errTimeout) {
-		t.Error("only errDrop is a network error")
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 )
 
 // Retry is the backoff between attempts of one write inside a flush: a
@@ -44,7 +46,7 @@ func (r Retry) Wait(ctx context.Context, attempt int) error {
 func (r Retry) Do(ctx context.Context, fn func() error) error {
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if c := Classify(err); c != Transient && c != Conflict {
+		if !errkind.Of(err).Retried() {
 			return err
 		}
 		if werr := r.Wait(ctx, attempt); werr != nil {

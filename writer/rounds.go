@@ -34,7 +34,7 @@ func (b *Buckets) rounds(ctx context.Context, ws []*groupWrite) error {
 		errs := b.send(ctx, cmds)
 		sharedLost := false
 		for i, c := range cmds {
-			sharedLost = sharedLost || len(c) > 1 && errkind.ConnectionLost(errs[i][0])
+			sharedLost = sharedLost || len(c) > 1 && errkind.Of(errs[i][0]) == errkind.Lost
 		}
 		var split bool
 		lost, split = splitNext(lost, sharedLost)

@@ -8,6 +8,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 )
 
 func upsertsOf(ids ...string) []Upsert {
@@ -76,7 +78,7 @@ func TestOutcomes(t *testing.T) {
 				case err == nil:
 				case errors.As(err, &unconfirmed):
 					got = "unconfirmed"
-				case Classify(err) == Duplicate:
+				case errkind.Of(err) == errkind.Duplicate:
 					got = "dup"
 				case c.err != nil && err.Error() == c.err.Error():
 					got = "lost"
