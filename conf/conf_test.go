@@ -15,6 +15,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 const testURI = "mongodb://localhost:27017"
@@ -1029,5 +1030,24 @@ func TestRangesHeldOnce(t *testing.T) {
 		if strings.Contains(d.Meaning, "{range}") {
 			t.Errorf("%s: meaning %q writes {range}, but ranges has none for it", d.Key, d.Meaning)
 		}
+	}
+}
+
+// The parsing keys come compiled: the line parser with its time key and
+// format, and the types map, built once as the keys are read.
+func TestParsingCompiled(t *testing.T) {
+	c, err := parse(Map{"uri": testURI, "parser": "json", "parse_time_key": "at", "parse_time_format": "%Y-%m-%d %H:%M:%S",
+		"time_from_log": "on", "types": "cost:int, ok:bool"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Line == nil || c.Line.TimeKey() != "at" {
+		t.Errorf("line parser %#v, want json's with time key at", c.Line)
+	}
+	if want := map[string]parser.Kind{"cost": parser.KindInt, "ok": parser.KindBool}; !reflect.DeepEqual(c.TypeKinds, want) {
+		t.Errorf("types %v, want %v", c.TypeKinds, want)
+	}
+	if c, err := parse(Map{"uri": testURI}); err != nil || c.Line != nil || c.TypeKinds != nil {
+		t.Errorf("defaults: line %v, types %v, err %v; want none", c.Line, c.TypeKinds, err)
 	}
 }

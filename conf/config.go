@@ -125,6 +125,10 @@ type Config struct {
 	ParseTimeFormat string
 	TimeFromLog     bool
 	Types           string // "field:kind,..." as written (trimmed); the parser package interprets it
+	// Line is the line parser the keys above describe, compiled once (nil
+	// with ParserNone); TypeKinds is Types compiled (nil when empty).
+	Line      parser.LineParser
+	TypeKinds map[string]parser.Kind
 
 	IncludeFields    []string
 	ExcludeFields    []string

@@ -9,6 +9,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // Error is one configuration problem. Its message is
@@ -60,6 +61,7 @@ func Parse(g Getter, env func(string) string, readFile func(string) ([]byte, err
 	r.readRetention(c)
 	r.readPlugin(c)
 	r.combinations(c)
+	r.compileParsing(c)
 	r.unknownKeys()
 	if len(r.errs) > 0 {
 		return nil, errors.Join(r.errs...)
@@ -126,6 +128,37 @@ func (r *reader) readParsing(c *Config) {
 	c.ParseTimeFormat = r.timeFormat("parse_time_format")
 	c.TimeFromLog = r.boolean("time_from_log")
 	c.Types = r.types("types")
+}
+
+// compileParsing builds, once the parsing keys are checked, the line
+// parser and the types map the decoder runs with.
+func (r *reader) compileParsing(c *Config) {
+	for _, k := range []string{"parser", "parse_regex", "parse_time_key", "parse_time_format", "time_from_log", "types"} {
+		if r.bad[k] {
+			return
+		}
+	}
+	timeFormat, err := parser.ParseTimeFormat(c.ParseTimeFormat)
+	if !r.check("parse_time_format", c.ParseTimeFormat, errText(err)) {
+		return
+	}
+	c.Line, err = parser.NewLine(parser.LineConfig{Name: string(c.Parser), Regex: c.ParseRegex,
+		TimeKey: c.ParseTimeKey, TimeFormat: timeFormat, Epoch: c.TimeFromLog})
+	if !r.check("parser", string(c.Parser), errText(err)) {
+		return
+	}
+	if c.Types != "" {
+		c.TypeKinds, err = parser.ParseTypeSpec(c.Types)
+		r.check("types", c.Types, errText(err))
+	}
+}
+
+// errText is err's message, or "" for nil.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // readFields reads which fields are stored and under which names.

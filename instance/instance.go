@@ -112,10 +112,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		name = defaultName
 	}
 	log := NewLogger(logOut, name, cfg.PluginLogLevel)
-	opt, err := sinkOptions(cfg)
-	if err != nil {
-		return nil, err
-	}
+	opt := sinkOptions(cfg)
 	agent, slot, cerr := claimAgent(cfg)
 	if cerr != nil {
 		log.Warnf("%v: this process's chunks get an identity of their own, so a chunk Fluent Bit resends after a restart is stored again", cerr)
@@ -218,20 +215,7 @@ func writeConcern(cfg *conf.Config) *writeconcern.WriteConcern {
 }
 
 // sinkOptions maps the configuration onto the core's options.
-func sinkOptions(cfg *conf.Config) (sink.Options, error) {
-	timeFormat, err := parser.ParseTimeFormat(cfg.ParseTimeFormat)
-	if err != nil {
-		return sink.Options{}, fmt.Errorf("parse_time_format: invalid value %q: %v", cfg.ParseTimeFormat, err)
-	}
-	line, err := parser.NewLine(parser.LineConfig{Name: string(cfg.Parser), Regex: cfg.ParseRegex,
-		TimeKey: cfg.ParseTimeKey, TimeFormat: timeFormat, Epoch: cfg.TimeFromLog})
-	if err != nil {
-		return sink.Options{}, fmt.Errorf("parser: invalid value %q: %v", cfg.Parser, err)
-	}
-	types, err := parser.ParseTypeSpec(cfg.Types)
-	if err != nil {
-		return sink.Options{}, fmt.Errorf("types: invalid value %q: %v", cfg.Types, err)
-	}
+func sinkOptions(cfg *conf.Config) sink.Options {
 	return sink.Options{
 		Mode:         cfg.Mode,
 		Targets:      targets(cfg),
@@ -253,10 +237,10 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 			ReplaceDot:    cfg.KeyReplaceDot,
 			ReplaceDollar: cfg.KeyReplaceDollar,
 			KeepMetadata:  cfg.KeepMetadata,
-			Line:          line,
+			Line:          cfg.Line,
 			ParseKey:      cfg.ParseKey,
 			TimeFromLog:   cfg.TimeFromLog,
-			Types:         types,
+			Types:         cfg.TypeKinds,
 			Include:       cfg.IncludeFields,
 			Exclude:       cfg.ExcludeFields,
 		},
@@ -267,7 +251,7 @@ func sinkOptions(cfg *conf.Config) (sink.Options, error) {
 			CountBy:    cfg.CountBy,
 			KeepValues: cfg.KeepValues,
 		},
-	}, nil
+	}
 }
 
 // Flush writes one chunk. A panic below it is recovered and turned into a
