@@ -87,9 +87,11 @@ func TestFaultsLoneRecordOnAFlakyNetwork(t *testing.T) {
 // connection every 2 to 10 ms, through the real .so: most commands lose
 // their connection, every record ends stored once, none parked.
 func TestFlakyNetworkQuietSource(t *testing.T) {
+	t.Parallel() // waits on lost connections, not the CPU
 	const chunks = 10
 	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			proxy := proxyFor(t, e)
 			e.init("a", e.props("mode", mode, "uri", proxy.uri(), "flush_timeout", "3s", "connect_timeout", "1s"))

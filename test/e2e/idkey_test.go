@@ -303,8 +303,10 @@ func TestIDKeyTemplatedTargets(t *testing.T) {
 // is parked with the reason and the others stored once, whether they are
 // inserted (keep) or replaced by _id (replace), each under its event id.
 func TestIDKeyRecordServerChokesOn(t *testing.T) {
+	t.Parallel() // waits on lost connections, not the CPU
 	for _, action := range []string{"keep", "replace"} {
 		t.Run(action, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
 			var recs [][]byte

@@ -85,8 +85,10 @@ var chokeValues = map[int]any{9: math.NaN(), 23: uint64(math.MaxUint64)}
 // One flush: the bad records are parked with the reason, the rest stored
 // once, and the chunk acknowledged.
 func TestDeliveryRecordServerChokesOn(t *testing.T) {
+	t.Parallel() // waits on lost connections, not the CPU
 	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			chunk, ids := chokeChunk(t, 32, chokeValues)
 			e.init("a", e.props("mode", mode, "flush_timeout", "5m"))
@@ -102,6 +104,7 @@ func TestDeliveryRecordServerChokesOn(t *testing.T) {
 // server drops the connection on twice is sent a statement at a time, and
 // each statement's own search finds the record.
 func TestDeliveryRecordServerChokesOnInBulk(t *testing.T) {
+	t.Parallel() // waits on lost connections, not the CPU
 	e := newEnv(t)
 	chunk, ids := chokeChunk(t, 32, chokeValues)
 	e.init("a", e.props("bucket_key", "id", "bucket_window", "0", "flush_timeout", "5m"))
@@ -114,12 +117,14 @@ func TestDeliveryRecordServerChokesOnInBulk(t *testing.T) {
 // goes on where the last left off, and it ends acknowledged with every
 // record stored or parked once.
 func TestDeliveryRecordServerChokesOnAcrossAttempts(t *testing.T) {
+	t.Parallel() // waits on lost connections, not the CPU
 	if _, real := mongotest.External(); real {
 		t.Skip("MONGO_URI is set: MongoDB stores the values the test server chokes on, so there is no search to outlast")
 	}
 	bad := map[int]any{200: math.NaN()}
 	for _, mode := range deliveryModes {
 		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			chunk, ids := chokeChunk(t, 256, bad)
 			e.init("a", e.props("mode", mode, "flush_timeout", "3s"))
