@@ -1,0 +1,239 @@
+package netproxy
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Serial is a TCP proxy that lets one write command at a time reach the
+// server, over all its connections: a write (insert, update, delete,
+// findAndModify) waits until the write before it was answered, or its
+// connection was lost, before it is sent on. Everything else (and a write
+// that asks for no reply) passes through at once.
+//
+// It puts the in-process FerretDB v1 under tests with several writers on
+// one document: that server loses concurrent updates of one document
+// (../shared/docs/test-server.md), where MongoDB applies each update to a
+// document atomically. Each write command then runs alone, which MongoDB
+// guarantees per statement only; the plugin relies on no more than that.
+type Serial struct {
+	ln     net.Listener
+	target string
+	turn   chan struct{} // holds a token while a write is at the server
+	done   chan struct{} // closed by Close
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	wg    sync.WaitGroup
+}
+
+// replyWait bounds how long a write keeps the turn waiting for its reply:
+// far longer than any write of a test takes.
+const replyWait = 60 * time.Second
+
+// StartSerial listens on 127.0.0.1 and forwards each connection to target
+// (host:port).
+func StartSerial(target string) (*Serial, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	s := &Serial{ln: ln, target: target, turn: make(chan struct{}, 1), done: make(chan struct{}), conns: map[net.Conn]bool{}}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Addr is the proxy's host:port.
+func (s *Serial) Addr() string { return s.ln.Addr().String() }
+
+// Close stops listening, closes every connection through the proxy and
+// waits for its goroutines to end.
+func (s *Serial) Close() error {
+	err := s.ln.Close()
+	close(s.done)
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *Serial) accept() {
+	defer s.wg.Done()
+	for {
+		in, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.wg.Add(1)
+		go s.pipe(in)
+	}
+}
+
+func (s *Serial) track(cs ...net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.done:
+		return false
+	default:
+	}
+	for _, c := range cs {
+		s.conns[c] = true
+	}
+	return true
+}
+
+func (s *Serial) untrack(cs ...net.Conn) {
+	s.mu.Lock()
+	for _, c := range cs {
+		delete(s.conns, c)
+		c.Close()
+	}
+	s.mu.Unlock()
+}
+
+// pipe forwards one connection. The driver sends a command and reads its
+// reply before it sends the next on that connection, so a write that took
+// the turn keeps it until the reply to it comes back (or the server's side
+// of the connection ends), and only then is the client read again.
+func (s *Serial) pipe(in net.Conn) {
+	defer s.wg.Done()
+	out, err := net.DialTimeout("tcp", s.target, 5*time.Second)
+	if err != nil {
+		in.Close()
+		return
+	}
+	if !s.track(in, out) {
+		in.Close()
+		out.Close()
+		return
+	}
+	defer s.untrack(in, out)
+	var (
+		pending atomic.Int64 // the request id of the write waiting for its reply, or -1
+		replied = make(chan struct{}, 1)
+		ended   = make(chan struct{}) // the server's side is gone
+	)
+	pending.Store(-1)
+	go func() {
+		defer close(ended)
+		defer s.untrack(in, out)
+		for {
+			msg, err := readMessage(out)
+			if err != nil {
+				return
+			}
+			if pending.CompareAndSwap(int64(responseTo(msg)), -1) {
+				select {
+				case replied <- struct{}{}:
+				default:
+				}
+			}
+			_, _ = in.Write(msg) // a client gone still has its write answered first
+		}
+	}()
+	for {
+		msg, err := readMessage(in)
+		if err != nil {
+			return
+		}
+		if !IsWrite(msg) || moreToCome(msg) {
+			if _, err := out.Write(msg); err != nil {
+				return
+			}
+			continue
+		}
+		select {
+		case s.turn <- struct{}{}:
+		case <-s.done:
+			return
+		case <-ended:
+			return
+		}
+		select {
+		case <-replied: // the late reply to a write that gave up waiting
+		default:
+		}
+		pending.Store(int64(requestID(msg)))
+		_, err = out.Write(msg)
+		if err == nil {
+			select {
+			case <-replied:
+			case <-ended:
+			case <-s.done:
+			case <-time.After(replyWait):
+			}
+		}
+		pending.Store(-1)
+		<-s.turn
+		if err != nil {
+			return
+		}
+	}
+}
+
+// writeCommands are the commands that change documents.
+var writeCommands = []string{"insert", "update", "delete", "findAndModify"}
+
+// IsWrite reports whether msg (a whole wire message, header included) is
+// an OP_MSG whose command is a write: insert, update, delete or
+// findAndModify.
+func IsWrite(msg []byte) bool {
+	name := Command(msg)
+	for _, c := range writeCommands {
+		if name == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Command is the name of the command msg carries: the first key of an
+// OP_MSG's body; "" for any other message.
+func Command(msg []byte) string {
+	const opMsg = 2013
+	if len(msg) < 21 || binary.LittleEndian.Uint32(msg[12:]) != opMsg {
+		return ""
+	}
+	for p := 20; p < len(msg); {
+		kind := msg[p]
+		if p+5 > len(msg) {
+			return ""
+		}
+		size := int(binary.LittleEndian.Uint32(msg[p+1:]))
+		if kind == 1 { // a document sequence: size, identifier, documents
+			p += 1 + size
+			continue
+		}
+		if kind != 0 || size < 5 || p+1+size > len(msg) {
+			return ""
+		}
+		doc := msg[p+1 : p+1+size]
+		// doc: size, then the first element: its type and its name.
+		if doc[4] == 0 {
+			return ""
+		}
+		name := doc[5:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			return string(name[:i])
+		}
+		return ""
+	}
+	return ""
+}
+
+func requestID(msg []byte) int32  { return int32(binary.LittleEndian.Uint32(msg[4:])) }
+func responseTo(msg []byte) int32 { return int32(binary.LittleEndian.Uint32(msg[8:])) }
+
+// moreToCome reports an OP_MSG that expects no reply (its flag bit 1).
+func moreToCome(msg []byte) bool {
+	return len(msg) >= 20 && binary.LittleEndian.Uint32(msg[12:]) == 2013 && binary.LittleEndian.Uint32(msg[16:])&2 != 0
+}
