@@ -17,19 +17,43 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/netproxy"
 )
 
-// holdFor is a Hold proxy in front of e's server.
+// holdFor is a Hold proxy in front of e's server (see upstream).
 func holdFor(t *testing.T, e *env) *netproxy.Hold {
 	t.Helper()
-	host := e.srv.URI[strings.Index(e.srv.URI, "://")+3:]
-	if i := strings.IndexAny(host, "/?"); i >= 0 {
-		host = host[:i]
-	}
-	h, err := netproxy.StartHold(host)
+	h, err := netproxy.StartHold(upstream(t, e))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close() })
 	return h
+}
+
+// upstream is the host:port the proxies a test puts between the plugin and
+// e's server forward to. Those tests deliver writes late or cut them, and
+// some have two agents write the same buckets at once: on the in-process
+// FerretDB, which loses concurrent updates of one document, that is a
+// Serial proxy in front of it, so that writes reach it one command at a
+// time (MongoDB applies each update to its document atomically on its
+// own), one proxy for all of e's agents; a server given by MONGO_URI gets
+// them as sent.
+func upstream(t *testing.T, e *env) string {
+	t.Helper()
+	host := e.srv.URI[strings.Index(e.srv.URI, "://")+3:]
+	if i := strings.IndexAny(host, "/?"); i >= 0 {
+		host = host[:i]
+	}
+	if e.srv.Real {
+		return host
+	}
+	if e.serial == "" {
+		s, err := netproxy.StartSerial(host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		e.serial = s.Addr()
+	}
+	return e.serial
 }
 
 // updatesOf picks the update commands that carry one of marks.

@@ -76,14 +76,10 @@ func TestDeliveryIdenticalChunks(t *testing.T) {
 	}
 }
 
-// proxyFor is a cutter in front of e's server.
+// proxyFor is a cutter in front of e's server (see upstream).
 func proxyFor(t *testing.T, e *env) *cutter {
 	t.Helper()
-	host := e.srv.URI[strings.Index(e.srv.URI, "://")+3:]
-	if i := strings.IndexAny(host, "/?"); i >= 0 {
-		host = host[:i]
-	}
-	return newCutter(t, host)
+	return newCutter(t, upstream(t, e))
 }
 
 // Chunk X is answered FLB_RETRY (the server is gone); an identical new

@@ -67,6 +67,7 @@ type env struct {
 	db     *mongo.Database
 	dbName string
 	host   *harness.Host
+	serial string // the Serial proxy's address, once upstream started it
 }
 
 func newEnv(t *testing.T) *env {

@@ -132,9 +132,7 @@ func TestSoak(t *testing.T) {
 	// warmUp chunks are flushed before the memory at start is read.
 	const perChunk, workers, warmUp = 1000, 2, 4
 	e := newEnv(t)
-	host := e.srv.URI[strings.Index(e.srv.URI, "://")+3:]
-	host = host[:strings.IndexAny(host, "/?")]
-	proxy := newCutter(t, host)
+	proxy := newCutter(t, upstream(t, e))
 	e.init("soak", e.props("uri", "mongodb://"+proxy.ln.Addr().String()+"/", "bucket_key", "host",
 		"stats", "cost", "count_by", "level", "flush_timeout", "5s", "connect_timeout", "2s", "plugin_log_level", "debug"))
 
