@@ -15,11 +15,13 @@ import (
 // connection was lost, before it is sent on. Everything else (and a write
 // that asks for no reply) passes through at once.
 //
-// It puts the in-process FerretDB v1 under tests with several writers on
-// one document: that server loses concurrent updates of one document
-// (../shared/docs/test-server.md), where MongoDB applies each update to a
-// document atomically. Each write command then runs alone, which MongoDB
-// guarantees per statement only; the plugin relies on no more than that.
+// It goes in front of the in-process FerretDB v1 in tests with several
+// writers on one document: that server loses concurrent updates of one
+// document (of two updates guarded by one field's value, both are reported
+// applied and one is gone), where MongoDB applies each update to its
+// document atomically. Each write command then runs alone: more than
+// MongoDB gives (it interleaves the statements of two commands), and the
+// plugin relies only on the atomic update of one document.
 type Serial struct {
 	ln     net.Listener
 	target string
