@@ -18,31 +18,22 @@ import (
 // delivers the kept message late, on a connection of its own, as a network
 // that held it would. Everything else passes through.
 type Hold struct {
-	ln     net.Listener
-	target string
+	relay
 
-	mu    sync.Mutex
-	pick  func(msg []byte) bool // nil: disarmed
-	held  [][]byte
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	mu   sync.Mutex            // guards pick and held
+	pick func(msg []byte) bool // nil: disarmed
+	held [][]byte
 }
 
 // StartHold listens on 127.0.0.1 and forwards each connection to target
 // (host:port).
 func StartHold(target string) (*Hold, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	h := &Hold{}
+	if err := h.listen(target, h.pipe); err != nil {
 		return nil, err
 	}
-	h := &Hold{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	h.wg.Add(1)
-	go h.accept()
 	return h, nil
 }
-
-// Addr is the proxy's host:port.
-func (h *Hold) Addr() string { return h.ln.Addr().String() }
 
 // Arm makes the proxy swallow the messages pick reports true for (whole
 // messages, header included).
@@ -73,7 +64,7 @@ func (h *Hold) Release() error {
 	if len(msgs) == 0 {
 		return errors.New("no message held")
 	}
-	c, err := net.DialTimeout("tcp", h.target, 5*time.Second)
+	c, err := h.dial()
 	if err != nil {
 		return err
 	}
@@ -90,56 +81,11 @@ func (h *Hold) Release() error {
 	return nil
 }
 
-// Close stops listening, closes every connection through the proxy and
-// waits for its goroutines to end.
-func (h *Hold) Close() error {
-	err := h.ln.Close()
-	h.mu.Lock()
-	for c := range h.conns {
-		c.Close()
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
-	return err
-}
-
-func (h *Hold) accept() {
-	defer h.wg.Done()
-	for {
-		in, err := h.ln.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go h.pipe(in)
-	}
-}
-
-func (h *Hold) track(cs ...net.Conn) {
-	h.mu.Lock()
-	for _, c := range cs {
-		h.conns[c] = true
-	}
-	h.mu.Unlock()
-}
-
-func (h *Hold) untrack(cs ...net.Conn) {
-	h.mu.Lock()
-	for _, c := range cs {
-		delete(h.conns, c)
-		c.Close()
-	}
-	h.mu.Unlock()
-}
-
 func (h *Hold) pipe(in net.Conn) {
-	defer h.wg.Done()
-	out, err := net.DialTimeout("tcp", h.target, 5*time.Second)
-	if err != nil {
-		in.Close()
+	out, ok := h.connect(in)
+	if !ok {
 		return
 	}
-	h.track(in, out)
 	defer h.untrack(in, out)
 	go func() { _, _ = io.Copy(in, out); h.untrack(in, out) }()
 	for {

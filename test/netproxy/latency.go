@@ -6,7 +6,6 @@ package netproxy
 import (
 	"io"
 	"net"
-	"sync"
 	"time"
 )
 
@@ -18,89 +17,22 @@ import (
 // raised). What the client sends is forwarded at once.
 type Latency struct {
 	Delay time.Duration
-
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	conns  map[net.Conn]bool
-	closed bool
-	wg     sync.WaitGroup
+	relay
 }
 
 // StartLatency listens on 127.0.0.1 and forwards each connection to
 // target (host:port) with delay added to every server reply.
 func StartLatency(target string, delay time.Duration) (*Latency, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	l := &Latency{Delay: delay}
+	if err := l.listen(target, l.pipe); err != nil {
 		return nil, err
 	}
-	l := &Latency{Delay: delay, ln: ln, target: target, conns: map[net.Conn]bool{}}
-	l.wg.Add(1)
-	go l.accept()
 	return l, nil
 }
 
-// Addr is the proxy's host:port.
-func (l *Latency) Addr() string { return l.ln.Addr().String() }
-
-// Close stops listening, closes every connection through the proxy and
-// waits for its goroutines to end.
-func (l *Latency) Close() error {
-	err := l.ln.Close()
-	l.mu.Lock()
-	l.closed = true
-	for c := range l.conns {
-		c.Close()
-	}
-	l.mu.Unlock()
-	l.wg.Wait()
-	return err
-}
-
-func (l *Latency) accept() {
-	defer l.wg.Done()
-	for {
-		in, err := l.ln.Accept()
-		if err != nil {
-			return
-		}
-		l.wg.Add(1)
-		go l.pipe(in)
-	}
-}
-
-// track adds c to the connections Close closes; false once closed.
-func (l *Latency) track(cs ...net.Conn) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return false
-	}
-	for _, c := range cs {
-		l.conns[c] = true
-	}
-	return true
-}
-
-func (l *Latency) untrack(cs ...net.Conn) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, c := range cs {
-		delete(l.conns, c)
-		c.Close()
-	}
-}
-
 func (l *Latency) pipe(in net.Conn) {
-	defer l.wg.Done()
-	out, err := net.DialTimeout("tcp", l.target, 5*time.Second)
-	if err != nil {
-		in.Close()
-		return
-	}
-	if !l.track(in, out) {
-		in.Close()
-		out.Close()
+	out, ok := l.connect(in)
+	if !ok {
 		return
 	}
 	done := make(chan struct{}, 2)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -23,14 +22,8 @@ import (
 // MongoDB gives (it interleaves the statements of two commands), and the
 // plugin relies only on the atomic update of one document.
 type Serial struct {
-	ln     net.Listener
-	target string
-	turn   chan struct{} // holds a token while a write is at the server
-	done   chan struct{} // closed by Close
-
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-	wg    sync.WaitGroup
+	relay
+	turn chan struct{} // holds a token while a write is at the server
 }
 
 // replyWait bounds how long a write keeps the turn waiting for its reply:
@@ -40,66 +33,11 @@ const replyWait = 60 * time.Second
 // StartSerial listens on 127.0.0.1 and forwards each connection to target
 // (host:port).
 func StartSerial(target string) (*Serial, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	s := &Serial{turn: make(chan struct{}, 1)}
+	if err := s.listen(target, s.pipe); err != nil {
 		return nil, err
 	}
-	s := &Serial{ln: ln, target: target, turn: make(chan struct{}, 1), done: make(chan struct{}), conns: map[net.Conn]bool{}}
-	s.wg.Add(1)
-	go s.accept()
 	return s, nil
-}
-
-// Addr is the proxy's host:port.
-func (s *Serial) Addr() string { return s.ln.Addr().String() }
-
-// Close stops listening, closes every connection through the proxy and
-// waits for its goroutines to end.
-func (s *Serial) Close() error {
-	err := s.ln.Close()
-	close(s.done)
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return err
-}
-
-func (s *Serial) accept() {
-	defer s.wg.Done()
-	for {
-		in, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.wg.Add(1)
-		go s.pipe(in)
-	}
-}
-
-func (s *Serial) track(cs ...net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-s.done:
-		return false
-	default:
-	}
-	for _, c := range cs {
-		s.conns[c] = true
-	}
-	return true
-}
-
-func (s *Serial) untrack(cs ...net.Conn) {
-	s.mu.Lock()
-	for _, c := range cs {
-		delete(s.conns, c)
-		c.Close()
-	}
-	s.mu.Unlock()
 }
 
 // pipe forwards one connection. The driver sends a command and reads its
@@ -107,15 +45,8 @@ func (s *Serial) untrack(cs ...net.Conn) {
 // the turn keeps it until the reply to it comes back (or the server's side
 // of the connection ends), and only then is the client read again.
 func (s *Serial) pipe(in net.Conn) {
-	defer s.wg.Done()
-	out, err := net.DialTimeout("tcp", s.target, 5*time.Second)
-	if err != nil {
-		in.Close()
-		return
-	}
-	if !s.track(in, out) {
-		in.Close()
-		out.Close()
+	out, ok := s.connect(in)
+	if !ok {
 		return
 	}
 	defer s.untrack(in, out)
