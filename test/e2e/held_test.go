@@ -9,7 +9,6 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,10 +37,7 @@ func holdFor(t *testing.T, e *env) *netproxy.Hold {
 // them as sent.
 func upstream(t *testing.T, e *env) string {
 	t.Helper()
-	host := e.srv.URI[strings.Index(e.srv.URI, "://")+3:]
-	if i := strings.IndexAny(host, "/?"); i >= 0 {
-		host = host[:i]
-	}
+	host := e.srv.Host()
 	if e.srv.Real {
 		return host
 	}

@@ -108,15 +108,27 @@ func (s *Server) start() error {
 		return waitListening(s.addr)
 	}
 	// Keep the port, so a restarted server is found at the same address.
-	if i := strings.Index(uri, "://"); i >= 0 {
-		host := uri[i+3:]
-		host = host[:strings.IndexAny(host, "/?")]
-		s.addr = host
-	}
+	s.addr = hostOf(uri)
 	s.mu.Lock()
 	s.URI, s.cancel, s.done = uri, cancel, done
 	s.mu.Unlock()
 	return waitListening(s.addr)
+}
+
+// Host is the host:port the server's URI names.
+func (s *Server) Host() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return hostOf(s.URI)
+}
+
+// hostOf is the host:port (or the hosts) of a mongodb:// URI.
+func hostOf(uri string) string {
+	host := uri[strings.Index(uri, "://")+3:]
+	if i := strings.IndexAny(host, "/?"); i >= 0 {
+		host = host[:i]
+	}
+	return host
 }
 
 func waitListening(addr string) error {
