@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -34,11 +35,20 @@ type Refused struct {
 // error means the flush deadline passed with documents still unwritten.
 //
 // limit, when above 0, caps the documents per insert: the search for
-// unstorable content goes on where an earlier attempt left it. drops holds,
+// unstorable content goes on where an earlier attempt left it. The
+// documents stored already are looked up first then, and not sent again:
+// inserted a few at a time, each answered DuplicateKey and looked up, they
+// would take an attempt's time before the search is reached. drops holds,
 // by index in docs, the connections a document inserted alone lost in a
 // row in earlier attempts (an earlier Inserted.Drops).
 func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int, drops map[int]int) (Inserted, error) {
-	return (&inserter{store: store, retry: retry, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops}}).all(ctx)
+	ins := &inserter{store: store, retry: retry, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops}}
+	if limit > 0 {
+		if err := ins.skipStored(ctx, false); err != nil {
+			return Inserted{Limit: limit, Drops: drops}, err
+		}
+	}
+	return ins.all(ctx)
 }
 
 // ReplaceAll is InsertAll for documents that replace the one of their _id
@@ -50,43 +60,77 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 // only apply once.
 func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit, batch int, drops map[int]int) (Inserted, error) {
 	ins := &inserter{store: store, retry: retry, batch: batch, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops, replace: true}}
-	all := make([]int, len(docs))
+	if err := ins.skipStored(ctx, true); err != nil {
+		return Inserted{Limit: limit, Drops: drops}, err
+	}
+	return ins.all(ctx)
+}
+
+// skipStored looks up which documents are stored already (with same, the
+// same document under their _id), counts them as existing and leaves them
+// out of the writes.
+func (ins *inserter) skipStored(ctx context.Context, same bool) error {
+	all := make([]int, len(ins.docs))
 	for i := range all {
 		all[i] = i
 	}
-	var same map[int]bool
-	if err := retry.Do(ctx, func() (err error) {
-		same, err = existing(ctx, store, coll, docs, all, true)
-		return err
-	}); err != nil {
-		return Inserted{Limit: limit}, fmt.Errorf("reading %s: %w", coll, err)
+	stored := map[int]bool{}
+	for len(all) > 0 {
+		part := all[:lookupPart(ins.docs, all)]
+		all = all[len(part):]
+		var found map[int]bool
+		if err := ins.retry.Do(ctx, func() (err error) {
+			found, err = existing(ctx, ins.store, ins.coll, ins.docs, part, same)
+			return err
+		}); err != nil {
+			return fmt.Errorf("reading %s: %w", ins.coll, err)
+		}
+		maps.Copy(stored, found)
 	}
-	ins.existed, ins.skip = len(same), same
-	return ins.all(ctx)
+	ins.existed, ins.skip = len(stored), stored
+	return nil
+}
+
+// Bounds of one look-up of stored documents: its ids, and their bytes
+// (an _id can be any value up to the document's size).
+const (
+	lookupIDs   = 1000
+	lookupBytes = 1 << 20
+)
+
+// lookupPart is how many of pending, from the first, one look-up takes.
+func lookupPart(docs []Doc, pending []int) int {
+	n, size := 0, 0
+	for n < len(pending) && n < lookupIDs {
+		size += len(docs[pending[n]].ID.Data)
+		if n > 0 && size > lookupBytes {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // all writes the inserter's documents but those in skip, at most limit
 // (and batch) at a time.
 func (ins *inserter) all(ctx context.Context) (Inserted, error) {
-	docs := ins.docs
-	size := len(docs)
+	size := len(ins.docs)
 	if ins.limit > 0 {
 		size = ins.limit
 	}
 	if ins.batch > 0 {
 		size = min(size, ins.batch)
 	}
+	left := make([]int, 0, len(ins.docs)-len(ins.skip))
+	for i := range ins.docs {
+		if !ins.skip[i] {
+			left = append(left, i)
+		}
+	}
 	var out Inserted
-	for from := 0; from < len(docs); from += size {
-		pending := make([]int, 0, size)
-		for i := from; i < min(from+size, len(docs)); i++ {
-			if !ins.skip[i] {
-				pending = append(pending, i)
-			}
-		}
-		if len(pending) == 0 {
-			continue
-		}
+	for len(left) > 0 {
+		pending := left[:min(size, len(left)):min(size, len(left))]
+		left = left[len(pending):]
 		more, err := ins.insert(ctx, pending)
 		out.Refused = append(out.Refused, more...)
 		if err != nil {

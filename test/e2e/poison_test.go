@@ -8,16 +8,21 @@ package e2e
 // find the record, park it with the reason and store the rest.
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/harness"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/test/mongotest"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 // chokeChunk writes a chunk of n records with ids r000..., where the
@@ -143,5 +148,127 @@ func TestDeliveryRecordServerChokesOnAcrossAttempts(t *testing.T) {
 			t.Logf("%d attempts", attempts)
 			e.checkStoredOrParked(ids, bad)
 		})
+	}
+}
+
+// chokeStore loses the connection on every insert into logs that holds a
+// document with a "choke" field, storing none of it, as some servers do on
+// values they do not support; at the cut-th such insert it also ends the
+// flush (cancel), as its deadline would. It counts, by _id, the documents
+// each attempt sends (see next).
+type chokeStore struct {
+	writer.Store
+	cut    int
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	chokes int
+	sent   map[string]int
+}
+
+func (c *chokeStore) InsertMany(ctx context.Context, coll string, docs []bson.Raw) error {
+	if coll != "logs" {
+		return c.Store.InsertMany(ctx, coll, docs)
+	}
+	c.mu.Lock()
+	choke := false
+	for _, d := range docs {
+		c.sent[d.Lookup("_id").String()]++
+		_, has := d.LookupErr("choke")
+		choke = choke || has == nil
+	}
+	if choke {
+		if c.chokes++; c.chokes == c.cut && c.cancel != nil {
+			c.cancel()
+		}
+	}
+	c.mu.Unlock()
+	if choke {
+		return errNetwork
+	}
+	return c.Store.InsertMany(ctx, coll, docs)
+}
+
+// next starts the count of another attempt, on ctx's cancel.
+func (c *chokeStore) next(cancel context.CancelFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sent, c.cancel = map[string]int{}, cancel
+}
+
+// A search for the record the server chokes on, cut off by the flush's
+// deadline when it has narrowed to a few documents per insert, goes on in
+// the chunk's next attempt without sending again what is stored: the
+// documents are looked up first. Sent again a few at a time, each insert
+// answered DuplicateKey and looked up, they took an attempt's time on a
+// slow server before the search was reached, every attempt, and the chunk
+// never ended.
+func TestDeliveryRecordServerChokesOnResumedSearch(t *testing.T) {
+	e := newDBEnv(t)
+	const n, bad = 1000, 900
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	var ids []string
+	for i := 0; i < n; i++ {
+		body := []kv{{"id", fmt.Sprintf("r%03d", i)}, {"msg", "hello"}}
+		if i == bad {
+			body = append(body, kv{"choke", true})
+		}
+		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), body...))
+		ids = append(ids, fmt.Sprintf("r%03d", i))
+	}
+	chunk := join(recs)
+	opt := sinkOptions(0, 0)
+	opt.Mode = model.ModeFlat
+	// The 10th choke falls on an insert of 4 documents: 1000 split in
+	// halves down to the bad record's 4.
+	cs := &chokeStore{Store: e.store(), cut: 10}
+	s := e.newSink(opt, cs, fastRetry)
+	storedIDs := func() map[string]bool {
+		out := map[string]bool{}
+		for _, d := range e.all("logs") {
+			out[d.Lookup("_id").String()] = true
+		}
+		return out
+	}
+	for attempt := 1; ; attempt++ {
+		if attempt > 10 {
+			t.Fatalf("no end after %d attempts", attempt-1)
+		}
+		before := storedIDs()
+		ctx, cancel := context.WithCancel(t.Context())
+		cs.next(cancel)
+		res := s.Flush(ctx, "app", chunk)
+		cancel()
+		again := 0
+		for id, k := range cs.sent {
+			if before[id] {
+				again += k
+			}
+		}
+		t.Logf("attempt %d: %v, %d documents sent, %d of them stored before it", attempt, res.Status, len(cs.sent), again)
+		if again > 0 {
+			t.Errorf("attempt %d sent documents stored before it %d times", attempt, again)
+		}
+		if attempt == 1 && (res.Status != sink.Retry || len(before) > 0) {
+			t.Fatalf("attempt 1: %v (%v), want it cut off mid-search", res.Status, res.Err)
+		}
+		if res.Status == sink.Done {
+			break
+		}
+		if res.Status != sink.Retry {
+			t.Fatalf("attempt %d: %v (%v)", attempt, res.Status, res.Err)
+		}
+	}
+	count, _ := e.storedIDs("logs")
+	parked := e.parkedIDs()
+	for i, id := range ids {
+		_, isParked := parked[id]
+		if count[id]+b2i(isParked) != 1 || isParked != (i == bad) {
+			t.Errorf("record %s: stored %d times, parked %v", id, count[id], isParked)
+		}
+	}
+	if why := parked[ids[bad]]; !strings.Contains(why, "closed the connection") {
+		t.Errorf("the bad record parked for %q", why)
 	}
 }
