@@ -178,8 +178,9 @@ func (c *chokeStore) InsertMany(ctx context.Context, coll string, docs []bson.Ra
 	choke := false
 	for _, d := range docs {
 		c.sent[d.Lookup("_id").String()]++
-		_, has := d.LookupErr("choke")
-		choke = choke || has == nil
+		if _, err := d.LookupErr("choke"); err == nil {
+			choke = true
+		}
 	}
 	if choke {
 		if c.chokes++; c.chokes == c.cut && c.cancel != nil {
