@@ -74,21 +74,31 @@ func (ins *inserter) skipStored(ctx context.Context, same bool) error {
 	for i := range all {
 		all[i] = i
 	}
-	stored := map[int]bool{}
-	for len(all) > 0 {
-		part := all[:lookupPart(ins.docs, all)]
-		all = all[len(part):]
-		var found map[int]bool
-		if err := ins.retry.Do(ctx, func() (err error) {
-			found, err = existing(ctx, ins.store, ins.coll, ins.docs, part, same)
-			return err
-		}); err != nil {
-			return fmt.Errorf("reading %s: %w", ins.coll, err)
-		}
-		maps.Copy(stored, found)
+	stored, err := lookup(ctx, ins.store, ins.coll, ins.docs, all, same, ins.retry)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", ins.coll, err)
 	}
 	ins.existed, ins.skip = len(stored), stored
 	return nil
+}
+
+// lookup is existing for any number of documents: in parts (lookupPart),
+// each retried.
+func lookup(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool, retry Retry) (map[int]bool, error) {
+	stored := map[int]bool{}
+	for len(pending) > 0 {
+		part := pending[:lookupPart(docs, pending)]
+		pending = pending[len(part):]
+		var found map[int]bool
+		if err := retry.Do(ctx, func() (err error) {
+			found, err = existing(ctx, store, coll, docs, part, same)
+			return err
+		}); err != nil {
+			return nil, err
+		}
+		maps.Copy(stored, found)
+	}
+	return stored, nil
 }
 
 // Bounds of one look-up of stored documents: its ids, and their bytes
@@ -290,10 +300,6 @@ func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Valu
 	for i, id := range ids {
 		docs[i], pending[i] = Doc{ID: id}, i
 	}
-	var stored map[int]bool
-	err := retry.Do(ctx, func() (err error) {
-		stored, err = existing(ctx, store, coll, docs, pending, false)
-		return err
-	})
+	stored, err := lookup(ctx, store, coll, docs, pending, false, retry)
 	return len(stored), err
 }
