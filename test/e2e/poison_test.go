@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -156,7 +157,7 @@ func TestDeliveryRecordServerChokesOnAcrossAttempts(t *testing.T) {
 }
 
 // chokeStore loses the connection on every insert into logs that holds a
-// document with a "choke" field, storing none of it, as some servers do on
+// document with a "v" field (chokeChunk's bad records), storing none of it, as some servers do on
 // values they do not support; at the cut-th such insert it also ends the
 // flush (cancel), as its deadline would. It counts, by _id, the documents
 // each attempt sends (see next).
@@ -178,7 +179,7 @@ func (c *chokeStore) InsertMany(ctx context.Context, coll string, docs []bson.Ra
 	choke := false
 	for _, d := range docs {
 		c.sent[d.Lookup("_id").String()]++
-		if _, err := d.LookupErr("choke"); err == nil {
+		if _, err := d.LookupErr("v"); err == nil {
 			choke = true
 		}
 	}
@@ -210,19 +211,12 @@ func (c *chokeStore) next(cancel context.CancelFunc) {
 // never ended.
 func TestDeliveryRecordServerChokesOnResumedSearch(t *testing.T) {
 	e := newDBEnv(t)
-	const n, bad = 1000, 900
-	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
-	var recs [][]byte
-	var ids []string
-	for i := 0; i < n; i++ {
-		body := []kv{{"id", fmt.Sprintf("r%03d", i)}, {"msg", "hello"}}
-		if i == bad {
-			body = append(body, kv{"choke", true})
-		}
-		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), body...))
-		ids = append(ids, fmt.Sprintf("r%03d", i))
+	const bad = 900
+	file, ids := chokeChunk(t, 1000, map[int]any{bad: true})
+	chunk, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
 	}
-	chunk := join(recs)
 	opt := sinkOptions(0, 0)
 	opt.Mode = model.ModeFlat
 	// The 10th choke falls on an insert of 4 documents: 1000 split in
