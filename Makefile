@@ -3,14 +3,14 @@ GO ?= go
 SO := build/out_mongodb.so
 SOURCES := $(shell find . -path ./test -prune -o -name '*.go' -not -name '*_test.go' -print) go.mod go.sum
 # Packages that must build without cgo: everything but plugin/.
-PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/...
+PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/...
 # Fuzz budgets are counts of executions, not durations: with a duration,
 # Go 1.26's fuzz coordinator can report "context deadline exceeded" at the
 # deadline on a loaded machine (golang/go#75804, fixed in Go 1.27), failing
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration fuzz-short fuzz run serve bench soak clean
+.PHONY: build test unit integration fuzz-short fuzz sim run serve bench soak clean
 
 build: $(SO) build/mongolog
 
@@ -37,6 +37,14 @@ unit:
 integration: build
 	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -race -count=1 -timeout 20m -run 'BoundaryRace|BoundaryExit' ./e2e/
+
+# The delivery simulator for SEEDS seeded runs from seed FROM: runs/s,
+# faults injected by kind, the oracle's counts, and the first broken
+# promise with the command replaying it. make test runs its short budget.
+SEEDS ?= 100000
+FROM ?= 1
+sim:
+	$(GO) test -count=1 -timeout 0 -run '^TestSimulate$$' ./sim/ -v -sim.seeds=$(SEEDS) -sim.from=$(FROM) | grep -v '^=== '
 
 # Each fuzz target for FUZZTIME (make fuzz runs them longer).
 fuzz-short:

@@ -1,10 +1,10 @@
 package sink
 
-import "sync"
-
-// chunkLock serialises the flushes of one content.
+// chunkLock serialises the flushes of one content: a channel, not a mutex,
+// because it is held across the flush's I/O (a goroutine waiting on a
+// channel is one the simulator's virtual clock knows to be blocked).
 type chunkLock struct {
-	mu    sync.Mutex
+	held  chan struct{}
 	users int
 }
 
@@ -15,14 +15,14 @@ func (s *Sink) lockChunk(id string) (unlock func()) {
 	s.mu.Lock()
 	l := s.flushing[id]
 	if l == nil {
-		l = &chunkLock{}
+		l = &chunkLock{held: make(chan struct{}, 1)}
 		s.flushing[id] = l
 	}
 	l.users++
 	s.mu.Unlock()
-	l.mu.Lock()
+	l.held <- struct{}{}
 	return func() {
-		l.mu.Unlock()
+		<-l.held
 		s.mu.Lock()
 		if l.users--; l.users == 0 {
 			delete(s.flushing, id)

@@ -4,6 +4,7 @@
 package sink
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -67,6 +68,16 @@ type Options struct {
 	// collection from its tag and fields, in place of Collection and
 	// DeadLetter.
 	Targets *Targets
+	// Limits bound what the process remembers; zero fields take the
+	// defaults. The simulator lowers them so that forgetting is reached.
+	Limits Limits
+}
+
+// Limits bound what a sink remembers between flushes.
+type Limits struct {
+	Contents   int // contents known (default maxContents)
+	Unfinished int // unfinished chunks' memos (default maxRemembered)
+	Groups     int // bucket groups' states (default writer's)
 }
 
 // Logger receives the sink's log lines.
@@ -161,13 +172,13 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	}
 	store = &limited{Store: store, slots: make(chan struct{}, max(opt.MaxInflight, 1)), onWrite: opt.OnWrite}
 	s := &Sink{opt: opt, router: newRouter(opt.Targets), store: store, dec: dec, retry: retry, log: log,
-		unfinished: newBounded[*memo](maxRemembered), flushing: map[string]*chunkLock{},
-		contents: newContents(maxContents)}
+		unfinished: newBounded[*memo](cmp.Or(opt.Limits.Unfinished, maxRemembered)), flushing: map[string]*chunkLock{},
+		contents: newContents(cmp.Or(opt.Limits.Contents, maxContents))}
 	// A memo holding writes in doubt is the last to go.
 	s.unfinished.pinned = func(m *memo) bool { return len(m.doubts) > 0 }
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
-		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, Expiry: opt.Expiry,
+		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, Expiry: opt.Expiry, MaxGroups: opt.Limits.Groups,
 	}, &s.opt.Grouper, retry)
 	s.batches.New = func() any { return new(parser.Batch) }
 	return s, nil

@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -30,6 +31,9 @@ type BucketConfig struct {
 	WriteBatch int
 	// Expiry, when on, gives each bucket its expireAt.
 	Expiry layout.Expiry
+	// MaxGroups bounds the groups whose state is kept between flushes
+	// (0: maxGroups).
+	MaxGroups int
 }
 
 // Buckets writes groups of records into bucket documents with atomic
@@ -211,11 +215,12 @@ func (st *groupState) release() { <-st.lock }
 // evict drops the least recently used unlocked group states when there are
 // too many. Called with b.mu held.
 func (b *Buckets) evict() {
-	if len(b.groups) < maxGroups {
+	limit := cmp.Or(b.cfg.MaxGroups, maxGroups)
+	if len(b.groups) < limit {
 		return
 	}
 	var oldest []string
-	cut := b.tick - uint64(maxGroups/2)
+	cut := b.tick - uint64(limit/2)
 	for id, st := range b.groups {
 		if st.used < cut && len(st.lock) == 0 {
 			oldest = append(oldest, id)

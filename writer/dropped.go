@@ -74,12 +74,15 @@ func countDrop(drops *int, p probe) bool {
 	return *drops >= dropsToPark
 }
 
-// control sends a find for an _id of size random bytes, which matches
-// nothing.
+// control sends a find for an _id of size pseudo-random bytes, which
+// matches nothing and which wire compression cannot shrink. The bytes
+// derive from the size alone: a command is the same each time, so a
+// simulated run replays exactly.
 func control(ctx context.Context, store Store, coll string, size int) error {
 	pad := make([]byte, min(max(size, 16), maxControl))
+	rng := rand.New(rand.NewPCG(uint64(len(pad)), 0x636f6e74726f6c))
 	for i := 0; i < len(pad); i += 8 {
-		v := rand.Uint64()
+		v := rng.Uint64()
 		for j := 0; j < 8 && i+j < len(pad); j++ {
 			pad[i+j] = byte(v >> (8 * j))
 		}

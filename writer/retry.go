@@ -15,6 +15,9 @@ type Retry struct {
 	Base, Cap time.Duration
 	// Sleep waits d or until ctx ends; nil means a timer. Tests replace it.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Jitter returns a random number in [0, n]; nil means math/rand. The
+	// simulator gives a seeded one, so that a run is decided by its seed.
+	Jitter func(n int64) int64
 }
 
 // DefaultRetry is the backoff used by the plugin.
@@ -27,7 +30,11 @@ func (r Retry) Wait(ctx context.Context, attempt int) error {
 	if d > r.Cap || d <= 0 {
 		d = r.Cap
 	}
-	d = time.Duration(rand.Int64N(int64(d) + 1))
+	if r.Jitter != nil {
+		d = time.Duration(r.Jitter(int64(d)))
+	} else {
+		d = time.Duration(rand.Int64N(int64(d) + 1))
+	}
 	if r.Sleep != nil {
 		return r.Sleep(ctx, d)
 	}

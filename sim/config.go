@@ -1,0 +1,92 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+)
+
+// Config is one run's settings and workload, drawn from its seed.
+type Config struct {
+	Mode                 model.Mode
+	Agents, Workers      int
+	Chunks               int // per agent, on average
+	MaxChunkRecords      int
+	MaxMessage           int     // bytes of a record's message, at most
+	Modules              int     // distinct values of the "mod" field
+	Identical            float64 // chance a chunk repeats an earlier one's bytes
+	Repeats              float64 // chance a record repeats the one before it
+	Poison, Choke        float64 // chances a record is refused, or choked on
+	Spacing              time.Duration
+	MaxRecords, MaxBytes int // per bucket
+	Window               time.Duration
+	BucketKey            []string
+	WriteBatch           int
+	FlushTimeout         time.Duration
+	Restarts             int // process kills, at most
+	Faults               Faults
+	Steps                int // the scheduler's budget before healing
+}
+
+// Faults are the chances of each fault, per command the scheduler takes.
+type Faults struct {
+	Unsent    float64 // never sent: no server selected
+	Lost      float64 // lost before it reached the server
+	Unheard   float64 // applied, its reply lost
+	Held      float64 // held in the network, applied later (or never)
+	Conflict  float64 // a write conflict (update commands)
+	Busy      float64 // the server answers "not now" (an election)
+	Partial   float64 // a reply that does not account for every statement
+	Abandoned float64 // a command its caller gave up on is applied later
+	Late      float64 // per step: a held command is applied now
+	Slow      float64 // per step: time passes while commands wait
+}
+
+// draw makes the configuration of seed's run.
+func draw(rng *rand.Rand) Config {
+	pick := func(vs ...int) int { return vs[rng.IntN(len(vs))] }
+	c := Config{
+		Mode:            model.ModeBucket,
+		Agents:          1 + rng.IntN(3),
+		Workers:         1 + rng.IntN(3),
+		Chunks:          2 + rng.IntN(5),
+		MaxChunkRecords: pick(1, 3, 8, 20),
+		MaxMessage:      pick(10, 200, 1500),
+		Modules:         1 + rng.IntN(3),
+		Identical:       []float64{0, 0.2, 0.5}[rng.IntN(3)],
+		Repeats:         []float64{0, 0.1, 0.3}[rng.IntN(3)],
+		Spacing:         time.Duration(pick(1, 10, 90)) * time.Second,
+		MaxRecords:      pick(2, 3, 5, 10, 1000),
+		MaxBytes:        pick(2048, 4096, 1<<20),
+		Window:          time.Duration(pick(0, 1, 60)) * time.Minute,
+		WriteBatch:      pick(1, 2, 3, 100),
+		FlushTimeout:    time.Duration(pick(1, 3, 10)) * time.Second,
+		Restarts:        pick(0, 0, 1, 2),
+		Steps:           pick(200, 600, 1500),
+	}
+	if rng.IntN(10) < 3 {
+		c.Mode = model.ModeFlat
+	}
+	if rng.IntN(2) == 0 {
+		c.BucketKey = []string{"mod"}
+	}
+	if rng.IntN(4) == 0 {
+		c.Poison = 0.05
+	}
+	if rng.IntN(5) == 0 {
+		c.Choke = 0.05
+	}
+	level := []float64{0, 0.02, 0.08, 0.2}[rng.IntN(4)]
+	f := func() float64 { return level * rng.Float64() }
+	c.Faults = Faults{Unsent: f(), Lost: f(), Unheard: f(), Held: f(), Conflict: f(), Busy: f(), Partial: f(),
+		Abandoned: rng.Float64(), Late: f(), Slow: f()}
+	return c
+}
+
+func (c Config) String() string {
+	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f), bucket %d records %d bytes window %s key %v, write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
+		c.Mode, c.Agents, c.Workers, c.Chunks, c.MaxChunkRecords, c.Identical, c.Repeats, c.Poison, c.Choke,
+		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
+}

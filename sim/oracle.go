@@ -1,0 +1,205 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
+)
+
+// The oracle: after a run has healed (every held command delivered, every
+// chunk answered Done), what the server holds must be what Fluent Bit was
+// promised.
+//   - Each record is stored or parked exactly as often as chunks holding
+//     it were answered Done: never lost, never twice, never both.
+//   - A record the server refuses is parked, never stored.
+//   - Every bucket holds count entries, within bucket_max_records and
+//     bucket_max_bytes, its ops accounting for every entry, its minTs and
+//     maxTs those of its entries, and the entries of one chunk's write in
+//     the chunk's order.
+
+// check runs the oracle on the server as the run left it.
+func (r *run) check() error {
+	want := map[string]int{}
+	marked := map[string]bool{}
+	for _, a := range r.agents {
+		for _, c := range a.chunks {
+			if c.state != acked {
+				continue
+			}
+			for _, rid := range c.content.rids {
+				want[rid]++
+			}
+		}
+	}
+	stored, parked := map[string]int{}, map[string]int{}
+	var errs []error
+	for _, d := range r.srv.Docs(collection) {
+		if r.cfg.Mode == model.ModeFlat {
+			rid, msg := ridOf(d)
+			stored[rid]++
+			marked[rid] = marked[rid] || isMarked(msg)
+			continue
+		}
+		errs = append(errs, r.checkBucket(d, stored, marked)...)
+	}
+	for _, d := range r.srv.Docs(deadLetters) {
+		rid, err := parkedRid(d)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		parked[rid]++
+	}
+	rids := map[string]bool{}
+	for _, m := range []map[string]int{want, stored, parked} {
+		for rid := range m {
+			rids[rid] = true
+		}
+	}
+	sorted := slices.SortedFunc(func(yield func(string) bool) {
+		for rid := range rids {
+			if !yield(rid) {
+				return
+			}
+		}
+	}, compareRids)
+	for _, rid := range sorted {
+		w, s, p := want[rid], stored[rid], parked[rid]
+		switch {
+		case s+p != w:
+			errs = append(errs, fmt.Errorf("record %s: answered Done %d times, stored %d, parked %d", rid, w, s, p))
+		case marked[rid] && s > 0:
+			errs = append(errs, fmt.Errorf("record %s: the server refuses it, yet it is stored %d times", rid, s))
+		}
+		r.res.Stored += s
+		r.res.Parked += p
+	}
+	if len(errs) > 10 {
+		errs = append(errs[:10], fmt.Errorf("... and %d more", len(errs)-10))
+	}
+	return errors.Join(errs...)
+}
+
+// checkBucket counts the records of bucket d and checks its invariants.
+func (r *run) checkBucket(d bson.Raw, stored map[string]int, marked map[string]bool) []error {
+	id := d.Lookup(model.ID).StringValue()
+	var errs []error
+	bad := func(f string, args ...any) {
+		errs = append(errs, fmt.Errorf("bucket %s: %s", id, fmt.Sprintf(f, args...)))
+	}
+	logs, _ := d.Lookup(model.Logs).ArrayOK()
+	entries, _ := logs.Values()
+	count := int(d.Lookup(model.Count).AsInt64())
+	if count != len(entries) {
+		bad("count %d, %d entries", count, len(entries))
+	}
+	if count > r.cfg.MaxRecords {
+		bad("%d entries, bucket_max_records %d", count, r.cfg.MaxRecords)
+	}
+	if len(d) > r.cfg.MaxBytes {
+		bad("%d bytes, bucket_max_bytes %d", len(d), r.cfg.MaxBytes)
+	}
+	var minTs, maxTs bson.DateTime
+	for i, e := range entries {
+		doc, ok := e.DocumentOK()
+		if !ok {
+			bad("entry %d is not a document", i)
+			continue
+		}
+		rid, msg := ridOf(doc)
+		stored[rid]++
+		marked[rid] = marked[rid] || isMarked(msg)
+		ts := doc.Lookup("ts").DateTime()
+		if i == 0 || ts < int64(minTs) {
+			minTs = bson.DateTime(ts)
+		}
+		if i == 0 || ts > int64(maxTs) {
+			maxTs = bson.DateTime(ts)
+		}
+	}
+	if len(entries) > 0 {
+		if got := d.Lookup(model.MinTs).DateTime(); got != int64(minTs) {
+			bad("minTs %v, entries from %v", bson.DateTime(got), minTs)
+		}
+		if got := d.Lookup(model.MaxTs).DateTime(); got != int64(maxTs) {
+			bad("maxTs %v, entries to %v", bson.DateTime(got), maxTs)
+		}
+	}
+	runs := writer.OpRuns(d)
+	n := 0
+	last := map[uint32]string{} // by tag: the last record of its writes
+	for _, run := range runs {
+		n += len(run.Entries)
+		for _, e := range run.Entries {
+			rid, _ := ridOf(e.Document())
+			if prev, ok := last[run.Tag]; ok && compareRids(rid, prev) < 0 {
+				bad("record %s after %s in the writes of one chunk", rid, prev)
+			}
+			last[run.Tag] = rid
+		}
+	}
+	if n != len(entries) {
+		bad("ops account for %d entries of %d", n, len(entries))
+	}
+	return errs
+}
+
+// ridOf reads a stored record's rid and message.
+func ridOf(d bson.Raw) (rid, msg string) {
+	rid, _ = d.Lookup("rid").StringValueOK()
+	msg, _ = d.Lookup("msg").StringValueOK()
+	return rid, msg
+}
+
+func isMarked(msg string) bool {
+	return strings.HasPrefix(msg, poisonMark) || strings.HasPrefix(msg, chokeMark)
+}
+
+// parkedRid reads the rid of a parked record from its raw bytes.
+func parkedRid(d bson.Raw) (string, error) {
+	id := d.Lookup(model.ID)
+	_, raw, ok := d.Lookup("raw").BinaryOK()
+	if !ok {
+		return "", fmt.Errorf("dead letter %v holds no raw bytes", id)
+	}
+	switch format, _ := d.Lookup("format").StringValueOK(); format {
+	case "bson":
+		rid, _ := ridOf(bson.Raw(raw))
+		return rid, nil
+	case "msgpack":
+		var ev []any
+		if err := msgpack.NewDecoder(bytes.NewReader(raw)).Decode(&ev); err != nil || len(ev) != 2 {
+			return "", fmt.Errorf("dead letter %v: raw is not an event: %v", id, err)
+		}
+		rec, _ := ev[1].(map[string]any)
+		rid, _ := rec["rid"].(string)
+		return rid, nil
+	}
+	return "", fmt.Errorf("dead letter %v: format %v", id, d.Lookup("format"))
+}
+
+// compareRids orders rids "c<content>.<record>" by content, then record.
+func compareRids(a, b string) int {
+	ca, ra := ridParts(a)
+	cb, rb := ridParts(b)
+	if ca != cb {
+		return ca - cb
+	}
+	return ra - rb
+}
+
+func ridParts(rid string) (int, int) {
+	c, rec, _ := strings.Cut(strings.TrimPrefix(rid, "c"), ".")
+	cn, _ := strconv.Atoi(c)
+	rn, _ := strconv.Atoi(rec)
+	return cn, rn
+}

@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"flag"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+var (
+	seeds = flag.Int("sim.seeds", 0, "seeded runs of TestSimulate (0: the short budget)")
+	from  = flag.Uint64("sim.from", 1, "the first seed of TestSimulate")
+	only  = flag.Int64("sim.seed", -1, "replay this seed alone and print its trace")
+)
+
+// promiseHolds: the short budget runs in go test.
+const promiseHolds = false
+
+// shortBudget is the seeded runs of TestSimulate in make test.
+const shortBudget = 2000
+
+// TestSimulate runs the simulation for a range of seeds and fails with the
+// first broken promise found, its seed, the command replaying it and its
+// trace.
+func TestSimulate(t *testing.T) {
+	if *only >= 0 {
+		res := runSeed(t, uint64(*only))
+		for _, l := range res.Trace {
+			t.Log(l)
+		}
+		report(t, []Result{res})
+		if res.Failure != nil {
+			t.Fatalf("seed %d: %v", res.Seed, res.Failure)
+		}
+		return
+	}
+	n := *seeds
+	if n == 0 && !promiseHolds {
+		t.Skip("the short budget joins go test once the simulator finds nothing (make sim runs it)")
+	}
+	if n == 0 {
+		n = shortBudget
+		if raceOn {
+			n = shortBudget / 20 // the race detector runs them about 10 times slower
+		}
+	}
+	start := time.Now()
+	results := make([]Result, n)
+	shards := runtime.GOMAXPROCS(0)
+	t.Run("runs", func(t *testing.T) {
+		for s := range shards {
+			t.Run(fmt.Sprint(s), func(t *testing.T) {
+				t.Parallel()
+				for i := s; i < n; i += shards {
+					results[i] = runSeed(t, *from+uint64(i))
+				}
+			})
+		}
+	})
+	elapsed := time.Since(start)
+	t.Logf("%d runs in %s: %.1f runs/s", n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
+	report(t, results)
+	var failed []Result
+	for _, res := range results {
+		if res.Failure != nil {
+			failed = append(failed, res)
+		}
+	}
+	for i, res := range failed {
+		if i == 30 {
+			t.Logf("... %d more failed", len(failed)-i)
+			break
+		}
+		first, _, _ := strings.Cut(res.Failure.Error(), "\n")
+		t.Logf("seed %d (%s): %s", res.Seed, res.Config.Mode, first)
+	}
+	if len(failed) > 0 {
+		fail(t, failed[0])
+	}
+}
+
+// runSeed runs seed in a bubble of its own.
+func runSeed(t *testing.T, seed uint64) Result {
+	var res Result
+	synctest.Test(t, func(t *testing.T) { res = Run(seed, nil) })
+	return res
+}
+
+// report logs what the runs did: faults by kind, windows excluded, and the
+// oracle's counts.
+func report(t *testing.T, results []Result) {
+	faults, excluded := map[string]int{}, map[string]int{}
+	var chunks, records, stored, parked, steps, failed int
+	for _, r := range results {
+		for k, v := range r.Faults {
+			faults[k] += v
+		}
+		for k, v := range r.Excluded {
+			excluded[k] += v
+		}
+		chunks += r.Chunks
+		records += r.Records
+		stored += r.Stored
+		parked += r.Parked
+		steps += r.Steps
+		if r.Failure != nil {
+			failed++
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d runs, %d failed; %d steps; %d chunks answered Done, %d records: %d stored, %d parked\n",
+		len(results), failed, steps, chunks, records, stored, parked)
+	b.WriteString("faults injected:")
+	for _, k := range slices.Sorted(maps.Keys(faults)) {
+		fmt.Fprintf(&b, " %s %d,", k, faults[k])
+	}
+	b.WriteString("\nwindows excluded:")
+	for _, k := range slices.Sorted(maps.Keys(excluded)) {
+		fmt.Fprintf(&b, " %s %d,", k, excluded[k])
+	}
+	t.Log(b.String())
+}
+
+// fail reports a failed run: what broke, how to replay it, its trace.
+func fail(t *testing.T, res Result) {
+	t.Helper()
+	trace := res.Trace
+	if len(trace) > 300 {
+		trace = append([]string{fmt.Sprintf("... %d lines before", len(trace)-300)}, trace[len(trace)-300:]...)
+	}
+	t.Errorf("seed %d broke the promise:\n%v\nconfig: %s\nreplay: go test ./sim -run 'TestSimulate$' -sim.seed=%d\ntrace (the end):\n%s",
+		res.Seed, res.Failure, res.Config, res.Seed, strings.Join(trace, "\n"))
+}
+
+// A run is decided by its seed: run twice, a seed gives the same trace,
+// line for line, and the same verdict.
+func TestSimulateReplays(t *testing.T) {
+	for seed := uint64(1); seed <= 100; seed++ {
+		a, b := runSeed(t, seed), runSeed(t, seed)
+		if fmt.Sprint(a.Failure) != fmt.Sprint(b.Failure) {
+			t.Fatalf("seed %d: verdicts %v and %v", seed, a.Failure, b.Failure)
+		}
+		for i := range max(len(a.Trace), len(b.Trace)) {
+			if i >= len(a.Trace) || i >= len(b.Trace) || a.Trace[i] != b.Trace[i] {
+				t.Fatalf("seed %d: the traces part at line %d:\n%s\n%s", seed, i, at(a.Trace, i), at(b.Trace, i))
+			}
+		}
+	}
+}
+
+func at(lines []string, i int) string {
+	if i < len(lines) {
+		return lines[i]
+	}
+	return "(end)"
+}
