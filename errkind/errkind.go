@@ -25,7 +25,9 @@ type Kind int
 const (
 	// None: no error.
 	None Kind = iota
-	// Duplicate: the document exists (duplicate key).
+	// Duplicate: the document exists (duplicate key), or a guarded update
+	// that may not insert matched nothing (Missed): either way the target
+	// is not in the state the write assumed.
 	Duplicate
 	// Conflict: a write conflict (112).
 	Conflict
@@ -179,11 +181,19 @@ var unavailableCodes = []int{
 	133,   // FailedToSatisfyReadPreference
 }
 
+// Missed is the error of a guarded update that may not insert (an
+// update, not an upsert) and matched no document: a reply without an
+// error whose count says nothing changed.
+var Missed = errors.New("the update matched no document: the target is not in the state the write assumed")
+
 // Of sorts an error, as the driver returns it (wrapped or not), into its
 // kind.
 func Of(err error) Kind {
 	if err == nil {
 		return None
+	}
+	if errors.Is(err, Missed) {
+		return Duplicate
 	}
 	var p *PanicError
 	if errors.As(err, &p) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
 // Config is one run's settings and workload, drawn from its seed.
@@ -19,6 +20,8 @@ type Config struct {
 	Identical            float64 // chance a chunk repeats an earlier one's bytes
 	Repeats              float64 // chance a record repeats the one before it
 	Poison, Choke        float64 // chances a record is refused, or choked on
+	Hold                 float64 // chance every write of a record is held
+	Limits               sink.Limits
 	Spacing              time.Duration
 	MaxRecords, MaxBytes int // per bucket
 	Window               time.Duration
@@ -78,6 +81,13 @@ func draw(rng *rand.Rand) Config {
 	if rng.IntN(5) == 0 {
 		c.Choke = 0.05
 	}
+	if rng.IntN(5) == 0 {
+		c.Hold = 0.05
+	}
+	if rng.IntN(4) == 0 {
+		// Small memories: forgetting is reached.
+		c.Limits = sink.Limits{Contents: 1 + rng.IntN(6), Unfinished: 1 + rng.IntN(3), Groups: 1 + rng.IntN(4)}
+	}
 	level := []float64{0, 0.02, 0.08, 0.2}[rng.IntN(4)]
 	f := func() float64 { return level * rng.Float64() }
 	c.Faults = Faults{Unsent: f(), Lost: f(), Unheard: f(), Held: f(), Conflict: f(), Busy: f(), Partial: f(),
@@ -86,7 +96,7 @@ func draw(rng *rand.Rand) Config {
 }
 
 func (c Config) String() string {
-	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f), bucket %d records %d bytes window %s key %v, write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
-		c.Mode, c.Agents, c.Workers, c.Chunks, c.MaxChunkRecords, c.Identical, c.Repeats, c.Poison, c.Choke,
+	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
+		c.Mode, c.Agents, c.Workers, c.Chunks, c.MaxChunkRecords, c.Identical, c.Repeats, c.Poison, c.Choke, c.Hold, c.Limits,
 		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
 }

@@ -172,7 +172,7 @@ func (s store) do(ctx context.Context, op server.Op) result {
 	op.Query.Projection, op.Query.Sort = clone(op.Query.Projection), clone(op.Query.Sort)
 	op.Ups = slices.Clone(op.Ups)
 	for i, u := range op.Ups {
-		op.Ups[i] = writer.Upsert{Filter: clone(u.Filter), Update: clone(u.Update)}
+		op.Ups[i] = writer.Upsert{Filter: clone(u.Filter), Update: clone(u.Update), Insert: u.Insert}
 	}
 	op.Docs = slices.Clone(op.Docs)
 	for i, d := range op.Docs {

@@ -54,6 +54,7 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	r.srv.Refuse = refuse
 	r.srv.Order = func(n int, swap func(i, j int)) { r.rng.Shuffle(n, swap) }
 	r.tracef("config: %s", r.cfg)
+	defer r.stop()
 	if err := r.setUp(); err != nil {
 		r.res.Failure = err
 		return r.result()
@@ -64,6 +65,16 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	}
 	r.res.Failure = r.check()
 	return r.result()
+}
+
+// stop kills every process and waits for their goroutines to end: the
+// bubble ends with its last goroutine.
+func (r *run) stop() {
+	for _, a := range r.agents {
+		a.proc.killed.Store(true)
+		a.proc.cancel()
+	}
+	synctest.Wait()
 }
 
 // run is the state of one run. Its fields are touched by the scheduler
@@ -179,7 +190,15 @@ func (r *run) act(pending []*call) {
 		r.apply(op, "held, applied late")
 	case !r.heal && r.cfg.Restarts > 0 && r.rng.Float64() < 0.01:
 		r.cfg.Restarts--
-		r.kill(r.agents[r.rng.IntN(len(r.agents))])
+		a := r.agents[r.rng.IntN(len(r.agents))]
+		if r.identicalPending(a) {
+			// Its resend would be the first of its content in the new
+			// process, identical to a chunk an earlier one acknowledged.
+			r.res.Excluded[windowRestart]++
+			r.tracef("%s not killed: %s", a.proc.name, windowRestart)
+			break
+		}
+		r.kill(a)
 	case len(startable) > 0 && (len(pending) == 0 || r.rng.IntN(4) == 0):
 		r.start(startable[r.rng.IntN(len(startable))])
 	case len(pending) > 0 && r.rng.Float64() >= f.Slow:
@@ -288,6 +307,23 @@ func (r *run) excluded(c *chunk) string {
 	return ""
 }
 
+// identicalPending reports whether agent a has a chunk not answered Done
+// whose content a chunk of a was answered Done for.
+func (r *run) identicalPending(a *agent) bool {
+	done := map[*content]bool{}
+	for _, c := range a.chunks {
+		if c.state == acked {
+			done[c.content] = true
+		}
+	}
+	for _, c := range a.chunks {
+		if c.state != acked && c.state != excluded && c.attempts > 0 && done[c.content] {
+			return true
+		}
+	}
+	return false
+}
+
 // kill ends agent a's process as kill -9 would: what it remembered is
 // lost, its commands in flight stay in the network, and a new process
 // resends the chunks it was flushing.
@@ -347,6 +383,12 @@ func (r *run) deliver(c *call, f Faults) {
 	if choked(op) {
 		r.res.Faults["choked"]++
 		r.tracef("%s: %s: connection closed on its content", c.proc.name, describe(op))
+		c.reply <- failed(op, lost(nil))
+		return
+	}
+	if f != (Faults{}) && marked(op, holdMark) {
+		r.hold(op, c.proc.name+" sent it, holding a record the network holds")
+		r.res.Faults["held by content"]++
 		c.reply <- failed(op, lost(nil))
 		return
 	}
@@ -434,19 +476,22 @@ func isWrite(op server.Op) bool {
 }
 
 // choked reports whether the server closes the connection on op: a
-// command holding a record marked so, outside the dead letters (which hold
-// the records' raw bytes).
-func choked(op server.Op) bool {
+// command holding a record marked so.
+func choked(op server.Op) bool { return marked(op, chokeMark) }
+
+// marked reports whether write op holds a record marked mark, outside the
+// dead letters (which hold the records' raw bytes).
+func marked(op server.Op, mark string) bool {
 	if strings.HasSuffix(op.Coll, "_dead") {
 		return false
 	}
 	for _, u := range op.Ups {
-		if strings.Contains(string(u.Update), chokeMark) {
+		if strings.Contains(string(u.Update), mark) {
 			return true
 		}
 	}
 	for _, d := range op.Docs {
-		if strings.Contains(string(d), chokeMark) {
+		if strings.Contains(string(d), mark) {
 			return true
 		}
 	}

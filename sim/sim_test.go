@@ -72,7 +72,7 @@ func TestSimulate(t *testing.T) {
 		}
 	}
 	for i, res := range failed {
-		if i == 30 {
+		if i == 400 {
 			t.Logf("... %d more failed", len(failed)-i)
 			break
 		}

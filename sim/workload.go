@@ -34,6 +34,10 @@ const (
 	// holding the record and answers everything else, as some
 	// MongoDB-compatible servers do on values they do not support.
 	chokeMark = "CHOKE-MARK"
+	// holdMark: the network cuts every write holding the record and
+	// delivers it to the server later, answering everything else (a
+	// proxy that holds writes of one shape).
+	holdMark = "HOLD-MARK"
 )
 
 // content is a chunk's bytes: what Fluent Bit hands the plugin.
@@ -174,6 +178,8 @@ func newContent(rng *rand.Rand, cfg *Config, n int, t0 time.Time) *content {
 			msg = poisonMark + msg
 		case r < cfg.Poison+cfg.Choke:
 			msg = chokeMark + msg
+		case r < cfg.Poison+cfg.Choke+cfg.Hold:
+			msg = holdMark + msg
 		}
 		t := base.Add(time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
 		prev = event(t, map[string]any{"rid": rid, "mod": fmt.Sprintf("m%d", rng.IntN(cfg.Modules)), "msg": msg})
@@ -215,6 +221,7 @@ func sinkOptions(cfg *Config, agentID string) sink.Options {
 		FlushTimeout: cfg.FlushTimeout,
 		MaxRecords:   cfg.MaxRecords,
 		MaxBytes:     cfg.MaxBytes,
+		Limits:       cfg.Limits,
 		Decoder:      parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 	}
 	if cfg.Mode == model.ModeBucket {

@@ -30,7 +30,10 @@ func (w *groupWrite) encode() {
 	}
 	w.putBuffer()
 	w.buf = b.buffers.Get().(*[]byte)
-	w.stmt = Upsert{Filter: b.filter(w.g, w.p), Update: b.update((*w.buf)[:0], w.g, w.p, batch, sum, w.adds, w.tag)}
+	// Only a bucket's first write inserts it: a later one that finds no
+	// bucket (its state a wrong hint, or the bucket expired) must not
+	// insert one counting entries it does not hold.
+	w.stmt = Upsert{Filter: b.filter(w.g, w.p), Update: b.update((*w.buf)[:0], w.g, w.p, batch, sum, w.adds, w.tag), Insert: w.p.count == 0}
 }
 
 func (w *groupWrite) putBuffer() {

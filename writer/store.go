@@ -10,15 +10,17 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Store is the narrow set of MongoDB calls the writer makes. The real one
 // wraps a driver database; tests wrap it to inject faults.
 type Store interface {
-	// Upserts runs ups, upserts of distinct documents, as one unordered
-	// command and returns each statement's error: nil only when the reply
-	// shows the statement applied (see Unconfirmed).
+	// Upserts runs ups, updates of distinct documents (upserts where
+	// Insert), as one unordered command and returns each statement's
+	// error: nil only when the reply shows the statement applied (see
+	// Unconfirmed), errkind.Missed when it shows an update matched nothing.
 	Upserts(ctx context.Context, coll string, ups []Upsert) []error
 	// Find returns the documents matching filter, shaped by q.
 	Find(ctx context.Context, coll string, filter bson.Raw, q Query) ([]bson.Raw, error)
@@ -36,8 +38,12 @@ type Store interface {
 }
 
 // Upsert is one statement of an update command: an update of the document
-// Filter matches, inserting it when none does.
-type Upsert struct{ Filter, Update bson.Raw }
+// Filter matches; with Insert, inserting it when none does. Without
+// Insert, a statement that matches nothing fails with errkind.Missed.
+type Upsert struct {
+	Filter, Update bson.Raw
+	Insert         bool
+}
 
 // Query shapes a Find: the fields returned, the order, and how many.
 type Query struct {
@@ -79,12 +85,16 @@ func (s MongoStore) Upserts(ctx context.Context, coll string, ups []Upsert) []er
 	errs := make([]error, len(ups))
 	c := s.collection(coll)
 	if len(ups) == 1 {
-		_, errs[0] = c.UpdateOne(ctx, ups[0].Filter, ups[0].Update, options.UpdateOne().SetUpsert(true))
+		var res *mongo.UpdateResult
+		res, errs[0] = c.UpdateOne(ctx, ups[0].Filter, ups[0].Update, options.UpdateOne().SetUpsert(ups[0].Insert))
+		if errs[0] == nil && res.MatchedCount == 0 && res.UpsertedCount == 0 {
+			errs[0] = errkind.Missed
+		}
 		return errs
 	}
 	models := make([]mongo.WriteModel, len(ups))
 	for i, u := range ups {
-		models[i] = mongo.NewUpdateOneModel().SetFilter(u.Filter).SetUpdate(u.Update).SetUpsert(true)
+		models[i] = mongo.NewUpdateOneModel().SetFilter(u.Filter).SetUpdate(u.Update).SetUpsert(u.Insert)
 	}
 	res, err := c.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	return Outcomes(ups, res, err)

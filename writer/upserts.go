@@ -29,7 +29,9 @@ func (e *Unconfirmed) Unwrap() error { return e.Err }
 // is trusted statement by statement only when it accounts for every
 // statement exactly once (an error, a match or an upsert of the statement's
 // own _id) and no write concern failed; otherwise only the upserts it names
-// are known applied, and the others are Unconfirmed. An error that is not a
+// are known applied, and the others are Unconfirmed. An update that may not
+// insert and matched nothing leaves the counts short, so its command's
+// other statements are Unconfirmed too: alone, each says what it did. An error that is not a
 // bulk write error (a lost connection, a timeout) is every statement's.
 func Outcomes(ups []Upsert, res *mongo.BulkWriteResult, err error) []error {
 	errs := make([]error, len(ups))

@@ -34,6 +34,7 @@ type opLine struct {
 type upsertLine struct {
 	Filter json.RawMessage `json:"filter"`
 	Update json.RawMessage `json:"update"`
+	Insert bool            `json:"insert,omitempty"`
 }
 
 // EncodeOps writes ops as text, one line each.
@@ -68,7 +69,7 @@ func lineOf(op Op) (opLine, error) {
 		return b
 	}
 	for _, u := range op.Ups {
-		l.Ups = append(l.Ups, upsertLine{Filter: ext(u.Filter), Update: ext(u.Update)})
+		l.Ups = append(l.Ups, upsertLine{Filter: ext(u.Filter), Update: ext(u.Update), Insert: u.Insert})
 	}
 	for _, d := range op.Docs {
 		l.Docs = append(l.Docs, ext(d))
@@ -124,7 +125,7 @@ func opOf(line []byte) (Op, error) {
 		return r
 	}
 	for _, u := range l.Ups {
-		op.Ups = append(op.Ups, writer.Upsert{Filter: raw(u.Filter), Update: raw(u.Update)})
+		op.Ups = append(op.Ups, writer.Upsert{Filter: raw(u.Filter), Update: raw(u.Update), Insert: u.Insert})
 	}
 	for _, d := range l.Docs {
 		op.Docs = append(op.Docs, raw(d))

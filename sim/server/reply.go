@@ -5,6 +5,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -37,6 +38,9 @@ func upsertsReply(ups []writer.Upsert, outs []outcome) []error {
 				AppendInt32("nModified", 0).AppendDouble("ok", 1).Build()
 			return []error{mongo.WriteException{WriteErrors: mongo.WriteErrors{we}, Raw: bson.Raw(reply)}}
 		}
+		if outs[0].missed {
+			return []error{errkind.Missed}
+		}
 		return []error{nil}
 	}
 	res, err := bulkResult(ups, outs)
@@ -53,8 +57,9 @@ func bulkResult(ups []writer.Upsert, outs []outcome) (*mongo.BulkWriteResult, er
 	for i, o := range outs {
 		switch {
 		case o.fail != nil:
-			request := mongo.NewUpdateOneModel().SetFilter(ups[i].Filter).SetUpdate(ups[i].Update).SetUpsert(true)
+			request := mongo.NewUpdateOneModel().SetFilter(ups[i].Filter).SetUpdate(ups[i].Update).SetUpsert(ups[i].Insert)
 			wes = append(wes, mongo.BulkWriteError{WriteError: writeError(i, o.fail), Request: request})
+		case o.missed: // counted nowhere, as MongoDB answers it
 		case o.upserted.Type != 0:
 			res.UpsertedCount++
 			res.UpsertedIDs[int64(i)] = decodeID(o.upserted)

@@ -204,7 +204,7 @@ func (op Op) clone() Op {
 	if op.Ups != nil {
 		c.Ups = make([]writer.Upsert, len(op.Ups))
 		for i, u := range op.Ups {
-			c.Ups[i] = writer.Upsert{Filter: cloneRaw(u.Filter), Update: cloneRaw(u.Update)}
+			c.Ups[i] = writer.Upsert{Filter: cloneRaw(u.Filter), Update: cloneRaw(u.Update), Insert: u.Insert}
 		}
 	}
 	if op.Docs != nil {
@@ -295,6 +295,7 @@ func (s *Server) refused(coll string, stmt bson.Raw) *failure {
 // outcome is what one update statement did.
 type outcome struct {
 	fail     *failure
+	missed   bool // an update that may not insert matched nothing
 	modified bool
 	upserted bsoncore.Value // the _id inserted, when the statement inserted
 }
@@ -335,6 +336,9 @@ func (s *Server) upsert(c *collection, coll string, u writer.Upsert) outcome {
 		}
 		c.docs[m[0]].doc = doc
 		return outcome{modified: true}
+	}
+	if !u.Insert {
+		return outcome{missed: true}
 	}
 	els := equalities(bsoncore.Document(u.Filter))
 	i := field(els, "_id")

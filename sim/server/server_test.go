@@ -20,11 +20,13 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
-// bucketUp is an upsert of bucket id holding count entries, pushing one.
+// bucketUp is a write of bucket id holding count entries, pushing one: an
+// upsert when count is 0, as the writer sends it.
 func bucketUp(t testing.TB, id string, count int32) writer.Upsert {
 	return writer.Upsert{
 		Filter: raw(t, bson.D{{Key: "_id", Value: id}, {Key: "count", Value: count}}),
 		Update: raw(t, bson.D{{Key: "$push", Value: bson.D{{Key: "logs", Value: "x"}}}, {Key: "$inc", Value: bson.D{{Key: "count", Value: int32(1)}}}}),
+		Insert: count == 0,
 	}
 }
 
@@ -51,15 +53,14 @@ func TestUnorderedUpsertBatch(t *testing.T) {
 	ups := []writer.Upsert{
 		bucketUp(t, "g-0", 0), // inserts
 		bucketUp(t, "g-1", 1), // matches and pushes
-		bucketUp(t, "g-3", 2), // inserts a bucket of 2 (+1)
 		refused,
 		bucketUp(t, "g-4", 0),
 	}
 	errs := s.Apply(Op{Kind: Upserts, Coll: "c", Ups: ups}).Errs
-	// The same statements again: those that applied collide now.
-	again := s.Apply(Op{Kind: Upserts, Coll: "c", Ups: ups}).Errs
-	for i, want := range []errkind.Kind{errkind.None, errkind.None, errkind.None, errkind.Poison, errkind.None,
-		errkind.Duplicate, errkind.Duplicate, errkind.Duplicate, errkind.Poison, errkind.Duplicate} {
+	// The inserts again: those that applied collide now.
+	again := s.Apply(Op{Kind: Upserts, Coll: "c", Ups: []writer.Upsert{ups[0], ups[2], ups[3]}}).Errs
+	for i, want := range []errkind.Kind{errkind.None, errkind.None, errkind.Poison, errkind.None,
+		errkind.Duplicate, errkind.Poison, errkind.Duplicate} {
 		err := append(errs, again...)[i]
 		if errkind.Of(err) != want {
 			t.Errorf("statement %d: %v (%s), want %s", i, err, errkind.Of(err), want)
@@ -73,8 +74,23 @@ func TestUnorderedUpsertBatch(t *testing.T) {
 	for _, d := range s.Docs("c") {
 		counts[d.Lookup("_id").StringValue()] = d.Lookup("count").Int32()
 	}
-	if !reflect.DeepEqual(counts, map[string]int32{"g-0": 1, "g-1": 2, "g-3": 3, "g-4": 1}) {
+	if !reflect.DeepEqual(counts, map[string]int32{"g-0": 1, "g-1": 2, "g-4": 1}) {
 		t.Errorf("counts %v", counts)
+	}
+
+	// An update that may not insert and finds no bucket misses: alone,
+	// it says so; in a command, the counts fall short and no statement
+	// of it is confirmed but the upserts the reply names.
+	if errs := s.Apply(Op{Kind: Upserts, Coll: "c", Ups: []writer.Upsert{bucketUp(t, "g-3", 2)}}).Errs; !errors.Is(errs[0], errkind.Missed) {
+		t.Errorf("a top-up of no bucket, alone: %v, want Missed", errs[0])
+	}
+	errs = s.Apply(Op{Kind: Upserts, Coll: "c", Ups: []writer.Upsert{bucketUp(t, "g-3", 2), bucketUp(t, "g-1", 2), bucketUp(t, "g-5", 0)}}).Errs
+	var unconfirmed *writer.Unconfirmed
+	if !errors.As(errs[0], &unconfirmed) || !errors.As(errs[1], &unconfirmed) || errs[2] != nil {
+		t.Errorf("a top-up of no bucket in a command: %v, want the others unconfirmed but the upsert", errs)
+	}
+	if len(s.Docs("c")) != 4 {
+		t.Errorf("%d buckets, want g-0, g-1, g-4 and g-5: no bucket inserted by a top-up", len(s.Docs("c")))
 	}
 
 	// Statements of one command apply in order, each seeing the ones
@@ -82,7 +98,7 @@ func TestUnorderedUpsertBatch(t *testing.T) {
 	// sends distinct documents in one command).
 	ups = []writer.Upsert{bucketUp(t, "h", 0), bucketUp(t, "h", 1), bucketUp(t, "h", 1)}
 	errs = s.Apply(Op{Kind: Upserts, Coll: "c", Ups: ups}).Errs
-	if got := s.Docs("c")[4]; got.Lookup("count").Int32() != 2 || errkind.Of(errs[2]) != errkind.Duplicate {
+	if got := s.Docs("c")[4]; got.Lookup("count").Int32() != 2 || !errors.As(errs[2], &unconfirmed) {
 		t.Errorf("serial statements: %s, %v", ext(got), errs)
 	}
 
@@ -219,7 +235,7 @@ func TestRefuse(t *testing.T) {
 		}
 		return 0, ""
 	}
-	up := writer.Upsert{Filter: raw(t, bson.D{{Key: "_id", Value: "a"}}), Update: raw(t, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: int32(1)}}}})}
+	up := writer.Upsert{Filter: raw(t, bson.D{{Key: "_id", Value: "a"}}), Update: raw(t, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: int32(1)}}}}), Insert: true}
 	errs := s.Apply(Op{Kind: Upserts, Coll: "db.c", Ups: []writer.Upsert{up}}).Errs
 	if codeOf(t, errs[0]) != 10334 || errkind.Of(errs[0]) != errkind.Poison {
 		t.Errorf("refused upsert: %v", errs[0])
@@ -346,7 +362,7 @@ func TestDropAndDelete(t *testing.T) {
 func TestErrkindOfReplies(t *testing.T) {
 	marked := func(id string) writer.Upsert {
 		return writer.Upsert{Filter: raw(t, bson.D{{Key: "_id", Value: id}, {Key: "count", Value: int32(0)}}),
-			Update: raw(t, bson.D{{Key: "$set", Value: bson.D{{Key: "m", Value: "refuse me"}}}})}
+			Update: raw(t, bson.D{{Key: "$set", Value: bson.D{{Key: "m", Value: "refuse me"}}}}), Insert: true}
 	}
 	markedDoc := []bson.Raw{raw(t, bson.D{{Key: "_id", Value: "d"}, {Key: "m", Value: "refuse me"}})}
 	for _, code := range []int{codeDuplicateKey, codeBadValue, codeTypeMismatch, codePathNotViable, codeConflictingPaths,

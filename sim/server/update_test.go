@@ -33,7 +33,7 @@ func codeOf(t testing.TB, err error) int {
 // upsertOne sends one upsert and returns its error.
 func upsertOne(t testing.TB, s *Server, coll string, filter, update bson.D) error {
 	t.Helper()
-	errs := s.Apply(Op{Kind: Upserts, Coll: coll, Ups: []writer.Upsert{{Filter: raw(t, filter), Update: raw(t, update)}}}).Errs
+	errs := s.Apply(Op{Kind: Upserts, Coll: coll, Ups: []writer.Upsert{{Filter: raw(t, filter), Update: raw(t, update), Insert: true}}}).Errs
 	if len(errs) != 1 {
 		t.Fatalf("%d errors for one statement", len(errs))
 	}
@@ -214,7 +214,7 @@ func TestNoOpUpdate(t *testing.T) {
 	c := s.coll("c", true)
 	c.put(bsoncore.Document(raw(t, bson.D{{Key: "_id", Value: "d"}, {Key: "t", Value: bson.DateTime(5)}})))
 	u := writer.Upsert{Filter: raw(t, bson.D{{Key: "_id", Value: "d"}}),
-		Update: raw(t, bson.D{{Key: "$max", Value: bson.D{{Key: "t", Value: bson.DateTime(4)}}}})}
+		Update: raw(t, bson.D{{Key: "$max", Value: bson.D{{Key: "t", Value: bson.DateTime(4)}}}}), Insert: true}
 	if o := s.upsert(c, "c", u); o.fail != nil || o.modified || o.upserted.Type != 0 {
 		t.Errorf("no-op $max: %+v, want matched, not modified", o)
 	}

@@ -295,7 +295,8 @@ func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
 		mxd.AppendDateTime(model.ExpireAt, maxTs.Add(24*time.Hour).UnixMilli())
 	}
 	u.AppendDocument("$max", mxd.Build())
-	return writer.Upsert{Filter: bson.Raw(f.Build()), Update: bson.Raw(u.Build())}
+	// As the writer sends it: only a bucket's first write inserts it.
+	return writer.Upsert{Filter: bson.Raw(f.Build()), Update: bson.Raw(u.Build()), Insert: count == 0}
 }
 
 // Projections and sort the writer's reads use (writer/read.go).

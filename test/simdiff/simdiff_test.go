@@ -197,8 +197,8 @@ func (r *replay) step(ctx context.Context, i int, op server.Op) {
 // upserts compares an update command statement by statement.
 func (r *replay) upserts(ctx context.Context, i int, op server.Op, coll string) {
 	if !r.real && len(op.Ups) > 1 {
-		if whole := r.model.Clone().Apply(op).Errs; firstFailure(whole) >= 0 {
-			r.stoppedUpserts(ctx, i, op, coll, whole)
+		if k := stopAt(r.model, op); k >= 0 {
+			r.stoppedUpserts(ctx, i, op, coll, k, r.model.Clone().Apply(op).Errs)
 			return
 		}
 	}
@@ -212,9 +212,16 @@ func (r *replay) upserts(ctx context.Context, i int, op server.Op, coll string) 
 	}
 }
 
-func firstFailure(errs []error) int {
-	for j, err := range errs {
-		if err != nil {
+// stopAt is the first statement of op that fails on the model, applied
+// one by one as the command applies them, or -1: an update that may not
+// insert and matches nothing is no failure (the server answers it with
+// counts, not an error).
+func stopAt(model *server.Server, op server.Op) int {
+	m := model.Clone()
+	for j, u := range op.Ups {
+		one := op
+		one.Ups = []writer.Upsert{u}
+		if err := m.Apply(one).Errs[0]; err != nil && !errors.Is(err, errkind.Missed) {
 			return j
 		}
 	}
@@ -236,8 +243,7 @@ func firstFailure(errs []error) int {
 // unconfirmed: the statements of one command name distinct documents, so
 // the state is again the one MongoDB reaches, and no statement of a
 // sequence goes unchecked.
-func (r *replay) stoppedUpserts(ctx context.Context, i int, op server.Op, coll string, whole []error) {
-	k := firstFailure(whole)
+func (r *replay) stoppedUpserts(ctx context.Context, i int, op server.Op, coll string, k int, whole []error) {
 	r.stats["stopped command"]++
 	got := r.store.Upserts(ctx, coll, op.Ups)
 	if k > 0 {
