@@ -79,10 +79,17 @@ func sequences(t *testing.T) []sequence {
 func TestReplay(t *testing.T) {
 	srv := mongotest.Start(t)
 	client := srv.Client(t)
+	info, err := client.Database("admin").RunCommand(t.Context(), bson.D{{Key: "buildInfo", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatalf("buildInfo: %v", err)
+	}
+	name := writer.ServerOf(info).Name
+	flaws := flawsOf(name)
+	t.Logf("server: %s; its defects tolerated: %+v", name, flaws)
 	for _, seq := range sequences(t) {
 		t.Run(seq.name, func(t *testing.T) {
 			db := client.Database(srv.Database(t))
-			r := &replay{t: t, real: srv.Real, db: db, store: writer.MongoStore{DB: db}, model: server.New(), names: map[string]string{}, stats: map[string]int{}}
+			r := &replay{t: t, real: srv.Real, flaws: flaws, db: db, store: writer.MongoStore{DB: db}, model: server.New(), names: map[string]string{}, stats: map[string]int{}}
 			r.run(seq.ops)
 			t.Logf("%d ops: %v", len(seq.ops), r.stats)
 		})
@@ -92,7 +99,8 @@ func TestReplay(t *testing.T) {
 // replay is one sequence replayed against the model and the server.
 type replay struct {
 	t     *testing.T
-	real  bool // the server is MONGO_URI's, not FerretDB v1: no gap of v1 is tolerated
+	real  bool  // the server is MONGO_URI's, not FerretDB v1: no gap of v1 is tolerated
+	flaws flaws // the defects of the server tolerated (none on MongoDB)
 	db    *mongo.Database
 	store writer.MongoStore
 	model *server.Server
@@ -295,7 +303,7 @@ func describe(err error) string {
 // multiset otherwise; unsorted with a limit, any of the documents matching
 // may come, so the server's must be as many and among the model's.
 func (r *replay) compareFind(i int, op server.Op, got, want []bson.Raw) {
-	g, w := norms(got), norms(want)
+	g, w := r.serverNorms(got), norms(want, false)
 	switch {
 	case op.Query.Sort != nil:
 		if !slices.Equal(g, w) {
@@ -304,7 +312,7 @@ func (r *replay) compareFind(i int, op server.Op, got, want []bson.Raw) {
 	case op.Query.Limit > 0:
 		all := op
 		all.Query.Limit = 0
-		pool := norms(r.model.Apply(all).Docs)
+		pool := norms(r.model.Apply(all).Docs, false)
 		for _, d := range g {
 			k := slices.Index(pool, d)
 			if k < 0 {
@@ -354,11 +362,11 @@ func (r *replay) compareColl(ctx context.Context, i int, op server.Op, name stri
 	if err != nil {
 		r.t.Fatalf("reading %s: %v", name, err)
 	}
-	g, w := norms(got), norms(r.model.Docs(name))
+	g, w := r.serverNorms(got), norms(r.model.Docs(name), false)
 	slices.Sort(g)
 	slices.Sort(w)
 	if !slices.Equal(g, w) {
-		r.mismatch(i, op, "collection %s differs:\nserver %v\nmodel  %v", name, diff(g, w), diff(w, g))
+		r.mismatch(i, op, "collection %s differs (server %d documents, model %d); not in the other:\nserver %v\nmodel  %v", name, len(g), len(w), diff(g, w), diff(w, g))
 	}
 }
 
@@ -373,11 +381,31 @@ func diff(a, b []string) []string {
 	return out
 }
 
-// norms is docs normalised for comparison, in order.
-func norms(docs []bson.Raw) []string {
+// serverNorms is the documents a find of the server returned, normalised
+// for comparison, in order, with the server's flaws tolerated: with
+// dupFields, copies of a field holding equal values kept once; with
+// repeats, a document that has an _id and is equal to one before it
+// dropped.
+func (r *replay) serverNorms(docs []bson.Raw) []string {
+	out := norms(docs, r.flaws.dupFields)
+	if !r.flaws.repeats {
+		return out
+	}
+	kept := out[:0:0]
+	for i, d := range out {
+		if _, err := docs[i].LookupErr("_id"); err == nil && slices.Contains(kept, d) {
+			continue
+		}
+		kept = append(kept, d)
+	}
+	return kept
+}
+
+// norms is docs normalised for comparison, in order; dups as norm.
+func norms(docs []bson.Raw, dups bool) []string {
 	out := make([]string, len(docs))
 	for i, d := range docs {
-		out[i] = norm(d)
+		out[i] = norm(d, dups)
 	}
 	return out
 }
@@ -388,9 +416,11 @@ func norms(docs []bson.Raw) []string {
 // v2 through MONGO_URI) in the order of the update's operators
 // (docs/test-server.md), and nothing the plugin reads depends on it. The
 // model's order is MongoDB's, checked by its own tests
-// (sim/server.TestUpsertFieldOrder).
-func norm(d bson.Raw) string {
-	b, err := bson.MarshalExtJSON(bson.Raw(sortFields(bsoncore.Document(d), false)), true, false)
+// (sim/server.TestUpsertFieldOrder). With dups (a server's documents,
+// when it has flaws.dupFields), fields of one name holding equal values
+// are kept once.
+func norm(d bson.Raw, dups bool) string {
+	b, err := bson.MarshalExtJSON(bson.Raw(sortFields(bsoncore.Document(d), false, dups)), true, false)
 	if err != nil {
 		return err.Error()
 	}
@@ -398,8 +428,9 @@ func norm(d bson.Raw) string {
 }
 
 // sortFields is document d (or, with array, array d) with the fields of
-// every document in it sorted by name.
-func sortFields(d bsoncore.Document, array bool) bsoncore.Document {
+// every document in it sorted by name, and, with dups, a field equal to
+// the one before it of the same name dropped.
+func sortFields(d bsoncore.Document, array, dups bool) bsoncore.Document {
 	els, err := d.Elements()
 	if err != nil {
 		panic(err)
@@ -408,14 +439,19 @@ func sortFields(d bsoncore.Document, array bool) bsoncore.Document {
 		slices.SortStableFunc(els, func(a, b bsoncore.Element) int { return strings.Compare(a.Key(), b.Key()) })
 	}
 	at, out := bsoncore.ReserveLength(nil)
-	for _, e := range els {
+	var prev bsoncore.Value
+	for i, e := range els {
 		v := e.Value()
 		switch v.Type {
 		case bsoncore.TypeEmbeddedDocument:
-			v.Data = sortFields(v.Data, false)
+			v.Data = sortFields(v.Data, false, dups)
 		case bsoncore.TypeArray:
-			v.Data = sortFields(v.Data, true)
+			v.Data = sortFields(v.Data, true, dups)
 		}
+		if dups && !array && i > 0 && e.Key() == els[i-1].Key() && v.Equal(prev) {
+			continue
+		}
+		prev = v
 		out = bsoncore.AppendValueElement(out, e.Key(), v)
 	}
 	out = append(out, 0)
