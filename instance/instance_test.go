@@ -83,6 +83,8 @@ func (f *fakeStore) Upserts(ctx context.Context, coll string, ups []writer.Upser
 
 func (f *fakeStore) Ping(ctx context.Context) error { return f.run(ctx) }
 
+func (f *fakeStore) UpdateMany(ctx context.Context, _ string, _, _ bson.Raw) error { return f.run(ctx) }
+
 func (f *fakeStore) Find(ctx context.Context, coll string, filter bson.Raw, _ writer.Query) ([]bson.Raw, error) {
 	return nil, f.run(ctx)
 }

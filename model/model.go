@@ -33,6 +33,9 @@ const (
 	// ExpireAt is when a document expires (the TTL index's field), in
 	// buckets and flat documents alike.
 	ExpireAt = "expireAt"
+	// Sealed: true on a bucket no write may change any more (see
+	// writer's fencing); absent on an open one.
+	Sealed = "sealed"
 )
 
 // The fields of a dead letter, beside the tag and time fields the

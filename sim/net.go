@@ -211,6 +211,10 @@ func (s store) Replace(ctx context.Context, coll string, docs []bson.Raw) error 
 	return s.do(ctx, server.Op{Kind: server.Replace, Coll: coll, Docs: docs}).err
 }
 
+func (s store) UpdateMany(ctx context.Context, coll string, filter, update bson.Raw) error {
+	return s.do(ctx, server.Op{Kind: server.UpdateMany, Coll: coll, Ups: []writer.Upsert{{Filter: filter, Update: update}}}).err
+}
+
 func (s store) Ping(ctx context.Context) error {
 	return s.do(ctx, server.Op{Kind: server.Ping}).err
 }

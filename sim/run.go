@@ -45,7 +45,8 @@ const healSteps = 20000
 // bubble (see testing/synctest), whose clock it advances.
 func Run(seed uint64, tweak func(*Config)) Result {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	r := &run{rng: rng, jitters: rand.New(rand.NewPCG(seed, seed^0x717e5)), net: &net{}, srv: server.New(), out: &outcomes{}}
+	r := &run{rng: rng, net: &net{}, srv: server.New(), out: &outcomes{}}
+	r.jitterFrac = rng.Float64()
 	r.cfg = draw(rng)
 	if tweak != nil {
 		tweak(&r.cfg)
@@ -64,7 +65,26 @@ func Run(seed uint64, tweak func(*Config)) Result {
 		return r.result()
 	}
 	r.res.Failure = r.check()
+	if p := r.firstPanic(); p != "" && r.res.Failure == nil {
+		r.res.Failure = fmt.Errorf("a flush panicked: %s", p)
+	}
 	return r.result()
+}
+
+// panicked records a panic the sink caught and logged: a bug, whatever
+// the oracle says of the data.
+func (r *run) panicked(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.panic == "" {
+		r.panic = line
+	}
+}
+
+func (r *run) firstPanic() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.panic
 }
 
 // stop kills every process and waits for their goroutines to end: the
@@ -90,12 +110,13 @@ type run struct {
 	res    Result
 	heal   bool
 
-	mu    sync.Mutex // guards trace, written by the sink's goroutines
+	mu    sync.Mutex // guards trace and panic, written by the sink's goroutines
 	trace []string
-	// jitters is the randomness of the sink's backoffs: its goroutines
-	// draw from it while the scheduler runs.
-	jitters  *rand.Rand
-	jitterMu sync.Mutex
+	panic string // the first panic a flush logged
+	// jitterFrac is the sink's backoff jitter, drawn once from the seed:
+	// flushes that back off at one instant draw in the Go scheduler's
+	// order, so a shared stream of draws would not replay.
+	jitterFrac float64
 }
 
 func (r *run) result() Result {
@@ -115,12 +136,9 @@ func (r *run) tracef(f string, args ...any) {
 // epoch is the bubble's clock at start: midnight UTC, 2000-01-01.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// jitter is the sink's backoff randomness, drawn from the run's seed.
-func (r *run) jitter(n int64) int64 {
-	r.jitterMu.Lock()
-	defer r.jitterMu.Unlock()
-	return r.jitters.Int64N(n + 1)
-}
+// jitter is the sink's backoff jitter: a fraction of n drawn from the
+// run's seed.
+func (r *run) jitter(n int64) int64 { return int64(float64(n) * r.jitterFrac) }
 
 // setUp makes the agents and their chunks and starts their processes.
 func (r *run) setUp() error {
@@ -523,6 +541,8 @@ func describe(op server.Op) string {
 		return fmt.Sprintf("find %s %s", op.Coll, short(op.Filter.String()))
 	case server.Ping:
 		return "ping"
+	case server.UpdateMany:
+		return fmt.Sprintf("update many %s %s", op.Coll, short(op.Ups[0].Filter.String()))
 	}
 	return fmt.Sprintf("op %d %s", op.Kind, op.Coll)
 }

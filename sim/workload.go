@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,11 +125,14 @@ func (o *outcomes) add(f flushed) {
 	o.mu.Unlock()
 }
 
+// take returns the outcomes reported since the last take, by chunk: the
+// flushes that end at one instant report in the Go scheduler's order.
 func (o *outcomes) take() []flushed {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	l := o.list
 	o.list = nil
+	slices.SortFunc(l, func(a, b flushed) int { return a.c.n - b.c.n })
 	return l
 }
 
@@ -263,12 +267,18 @@ func (l *logger) Infof(string, ...any)  {}
 // A killed process logs nothing: its goroutines wind down at once, in no
 // order the seed decides.
 func (l *logger) Warnf(f string, args ...any) {
+	if line := fmt.Sprintf(f, args...); strings.Contains(line, "panic") {
+		l.r.panicked(line)
+	}
 	if !l.proc.dead() {
 		l.r.tracef("%s warn: %s", l.proc.name, fmt.Sprintf(f, args...))
 	}
 }
 
 func (l *logger) Errorf(f string, args ...any) {
+	if line := fmt.Sprintf(f, args...); strings.Contains(line, "panic") {
+		l.r.panicked(line)
+	}
 	if !l.proc.dead() {
 		l.r.tracef("%s error: %s", l.proc.name, fmt.Sprintf(f, args...))
 	}

@@ -23,9 +23,10 @@ func (nullStore) Upserts(_ context.Context, _ string, ups []writer.Upsert) []err
 func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
 	return nil, nil
 }
-func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
-func (nullStore) Replace(context.Context, string, []bson.Raw) error    { return nil }
-func (nullStore) Ping(context.Context) error                           { return nil }
+func (nullStore) InsertMany(context.Context, string, []bson.Raw) error         { return nil }
+func (nullStore) Replace(context.Context, string, []bson.Raw) error            { return nil }
+func (nullStore) Ping(context.Context) error                                   { return nil }
+func (nullStore) UpdateMany(context.Context, string, bson.Raw, bson.Raw) error { return nil }
 
 type quietLog struct{}
 

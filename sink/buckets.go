@@ -27,12 +27,12 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var jobs []writer.Job
 	var outs []writer.Outcome
 	err := errkind.Guard(func() (err error) {
-		outs, err = s.buckets.Write(ctx, f.id, groups, func(stored map[int]bool) []writer.Job {
+		outs, err = s.buckets.Write(ctx, f.id, groups, f.retried, func(stored map[int]bool) []writer.Job {
 			f.found, f.storedBefore = len(stored) > 0, len(stored)
 			for _, g := range groups {
 				if todo := f.pending(g.Records, stored); len(todo) > 0 {
 					k := groupKey(g)
-					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[k], Drops: f.prev.drops, Doubts: f.prev.doubts[k]})
+					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[k], Drops: f.prev.drops})
 				}
 			}
 			return jobs
@@ -40,12 +40,9 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 		return err
 	})
 	if outs == nil && err != nil {
-		// Nothing was written, nothing settled: what earlier attempts
-		// learnt holds, their writes in doubt above all (one may still
-		// apply, at the position it named).
+		// Nothing was written: what earlier attempts learnt holds.
 		maps.Copy(f.limits, f.prev.limits)
 		maps.Copy(f.drops, f.prev.drops)
-		maps.Copy(f.doubts, f.prev.doubts)
 	}
 	for i, o := range outs {
 		res.Stored += o.Stored
@@ -55,9 +52,6 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 			f.limits[groupKey(jobs[i].Group)] = o.Limit
 		}
 		maps.Copy(f.drops, o.Drops)
-		if len(o.Doubts) > 0 {
-			f.doubts[groupKey(jobs[i].Group)] = o.Doubts
-		}
 	}
 	return err
 }
@@ -77,5 +71,5 @@ func (s *Sink) groupsIn(coll, tag string, b *parser.Batch, parts [][]*parser.Rec
 	return groups
 }
 
-// groupKey names a group in memo.limits and memo.doubts.
+// groupKey names a group in memo.limits.
 func groupKey(g *bucketer.Group) string { return g.Collection + "\x00" + g.ID }

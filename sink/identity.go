@@ -51,7 +51,10 @@ func GenID(id string, gen int) string {
 // acknowledged carries the same record times, and a new chunk is made of
 // records read now, so the contents that can still come again are those
 // with the newest record times: when full, the quarter with the oldest are
-// forgotten. A forgotten content counts as one this process does not know.
+// forgotten, but never one whose last answer was Retry. A forgotten
+// content goes into a filter of forgotten contents (see forgotten): met
+// again, it is a new chunk, never the resend of one this process answered
+// Done for.
 const maxContents = 1 << 15
 
 // occurrence is what this process knows of one content.
@@ -64,11 +67,13 @@ type occurrence struct {
 	newest  int64 // the newest record time, in ms: the order of forgetting
 }
 
-// contents remembers occurrences by content id, at most max of them.
+// contents remembers occurrences by content id, at most max of them, and
+// which it forgot.
 type contents struct {
-	mu  sync.Mutex
-	max int
-	by  map[string]occurrence
+	mu        sync.Mutex
+	max       int
+	by        map[string]occurrence
+	forgotten forgotten
 }
 
 func newContents(max int) *contents { return &contents{max: max, by: map[string]occurrence{}} }
@@ -93,19 +98,87 @@ func (c *contents) put(id string, o occurrence) {
 }
 
 // forgetOldest drops the quarter of the contents with the oldest record
-// times. Called with c.mu held.
+// times, never one whose last flush ended in Retry: its next flush is a
+// resend, whose earlier attempts' writes are fenced only when known (see
+// writer.Buckets.Write). Called with c.mu held.
 func (c *contents) forgetOldest() {
 	times := make([]int64, 0, len(c.by))
 	for _, o := range c.by {
-		times = append(times, o.newest)
+		if !o.retried {
+			times = append(times, o.newest)
+		}
+	}
+	if len(times) == 0 {
+		return
 	}
 	slices.Sort(times)
 	cut := times[len(times)/4]
 	for id, o := range c.by {
-		if o.newest <= cut {
+		if o.newest <= cut && !o.retried {
 			delete(c.by, id)
+			c.forgotten.add(id)
 		}
 	}
+}
+
+// forgot reports whether content id may be one forgotten (see forgotten).
+func (c *contents) forgot(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.forgotten.mayHold(id)
+}
+
+// forgotten is a Bloom filter of the contents forgotten, 1 MiB when the
+// first is added: a content this process answered Done for and forgot is
+// always found in it; one it never saw is found by mistake with a chance
+// that grows with the contents forgotten (about 2% after a million).
+// Mistaken, the first flush after a restart of a content an earlier process
+// was writing stores it again, as a new chunk: never a loss.
+type forgotten struct{ bits []uint64 }
+
+const (
+	forgottenBits   = 1 << 23
+	forgottenHashes = 4
+)
+
+func (f *forgotten) add(id string) {
+	if f.bits == nil {
+		f.bits = make([]uint64, forgottenBits/64)
+	}
+	for _, b := range forgottenAt(id) {
+		f.bits[b/64] |= 1 << (b % 64)
+	}
+}
+
+func (f *forgotten) mayHold(id string) bool {
+	if f.bits == nil {
+		return false
+	}
+	for _, b := range forgottenAt(id) {
+		if f.bits[b/64]&(1<<(b%64)) == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// forgottenAt is the bits of content id (a hash already: its hex digits
+// give the bits by double hashing).
+func forgottenAt(id string) [forgottenHashes]uint64 {
+	raw, _ := hex.DecodeString(id)
+	var h1, h2 uint64
+	for i, b := range raw {
+		if i < 8 {
+			h1 = h1<<8 | uint64(b)
+		} else {
+			h2 = h2<<8 | uint64(b)
+		}
+	}
+	var out [forgottenHashes]uint64
+	for i := range out {
+		out[i] = (h1 + uint64(i)*(h2|1)) % forgottenBits
+	}
+	return out
 }
 
 func (c *contents) len() int {

@@ -58,3 +58,11 @@ func (l *limited) Replace(ctx context.Context, coll string, docs []bson.Raw) err
 	defer l.release()
 	return l.Store.Replace(ctx, coll, docs)
 }
+
+func (l *limited) UpdateMany(ctx context.Context, coll string, filter, update bson.Raw) error {
+	if err := l.acquire(ctx); err != nil {
+		return err
+	}
+	defer l.release()
+	return l.Store.UpdateMany(ctx, coll, filter, update)
+}

@@ -12,9 +12,11 @@ type flush struct {
 	dests   *routes // nil: every record goes to Collection
 	prev    *memo
 	parked  []writer.Parked
-	limits  map[string]int            // see memo
-	drops   map[int]int               // see memo
-	doubts  map[string][]writer.Doubt // see memo
+	limits  map[string]int // see memo
+	drops   map[int]int    // see memo
+	// retried: an earlier attempt of the chunk in this process ended in
+	// Retry; writes of it may still be in the network.
+	retried bool
 	// found: some of the records were stored by an earlier attempt (in
 	// this process or an earlier one); storedBefore counts those records.
 	found        bool
@@ -27,15 +29,13 @@ type flush struct {
 // memo is what an unfinished flush of a chunk learnt: the records it found
 // unstorable, where the search for them stood (the write size it had come
 // down to, by collection and group id), the connections a record written
-// alone had lost in a row (by record index; see writer.Dropped), the
-// writes whose outcome it did not learn (by collection and group id; see
-// writer.Doubt), and how many of its records the totals count as stored or
-// found already.
+// alone had lost in a row (by record index; see writer.Dropped), and how
+// many of its records the totals count as stored or found already. It
+// saves work; nothing depends on it for correctness.
 type memo struct {
 	parked    []writer.Parked
 	limits    map[string]int
 	drops     map[int]int
-	doubts    map[string][]writer.Doubt
 	accounted int
 	known     map[int]string // parked by record index
 }
@@ -78,7 +78,7 @@ func (s *Sink) remember(id string, m *memo) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unfinished.drop(id)
-	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0 && len(m.drops) == 0 && len(m.doubts) == 0 && m.accounted == 0) {
+	if m == nil || (len(m.parked) == 0 && len(m.limits) == 0 && len(m.drops) == 0 && m.accounted == 0) {
 		return
 	}
 	m.known = map[int]string{}

@@ -2,6 +2,10 @@ package sink
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -58,6 +62,49 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 		}
 	}
 	return false, nil
+}
+
+// parkedBefore reads which records of f's generation earlier attempts
+// parked, in the dead letters: they are parked again (an insert that finds
+// them counts them), never written, whatever this process remembers.
+func (s *Sink) parkedBefore(ctx context.Context, f *flush) error {
+	lo, hi := f.id+":", f.id+";" // dead-letter ids are id:key
+	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument(model.ID, bsoncore.NewDocumentBuilder().
+		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
+	proj := bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.ID, 1).AppendInt32(model.Reason, 1).Build())
+	var known map[int]string
+	for _, dl := range s.deadLetters(f) {
+		var docs []bson.Raw
+		err := s.retry.Do(ctx, func() (err error) {
+			docs, err = s.store.Find(ctx, dl, filter, writer.Query{Projection: proj})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("looking for records of chunk %s parked before in %s: %w", f.id, dl, err)
+		}
+		for _, d := range docs {
+			id, _ := d.Lookup(model.ID).StringValueOK()
+			i, err := strconv.Atoi(strings.TrimPrefix(id, lo))
+			if err != nil {
+				continue // the corrupt rest: parked from the chunk's bytes each time
+			}
+			if known == nil {
+				known = maps.Clone(f.prev.known)
+				if known == nil {
+					known = map[int]string{}
+				}
+			}
+			if known[i] == "" {
+				known[i], _ = d.Lookup(model.Reason).StringValueOK()
+			}
+		}
+	}
+	if known != nil {
+		prev := *f.prev
+		prev.known = known
+		f.prev = &prev
+	}
+	return nil
 }
 
 // deadLetters lists the dead-letter collections the records of f may be

@@ -174,8 +174,6 @@ func New(opt Options, store writer.Store, retry writer.Retry, log Logger) (*Sink
 	s := &Sink{opt: opt, router: newRouter(opt.Targets), store: store, dec: dec, retry: retry, log: log,
 		unfinished: newBounded[*memo](cmp.Or(opt.Limits.Unfinished, maxRemembered)), flushing: map[string]*chunkLock{},
 		contents: newContents(cmp.Or(opt.Limits.Contents, maxContents))}
-	// A memo holding writes in doubt is the last to go.
-	s.unfinished.pinned = func(m *memo) bool { return len(m.doubts) > 0 }
 	s.buckets = writer.NewBuckets(store, writer.BucketConfig{
 		Collection: opt.Collection, MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes,
 		Idempotent: opt.Idempotent, WriteBatch: opt.WriteBatch, Expiry: opt.Expiry, MaxGroups: opt.Limits.Groups,
@@ -222,8 +220,19 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	probe := !known || occ.probing
 	var f *flush
 	var err error
+	if !known && s.contents.forgot(content) {
+		// This process answered Done for the content and forgot it: the
+		// chunk is a new one, of the generation after the newest stored.
+		if occ.gen, err = s.nextGen(ctx, content, tag, batch, dests); err != nil {
+			s.account(batch, &res, err)
+			res.Status, res.Err = Retry, err
+			s.log.Warnf("chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)
+			return res
+		}
+		probe = false
+	}
 	for {
-		f, err = s.flushGen(ctx, content, occ.gen, tag, batch, dests, &res)
+		f, err = s.flushGen(ctx, content, occ.gen, occ.retried, probe, tag, batch, dests, &res)
 		if err != nil || !probe || !f.found {
 			break
 		}
@@ -245,7 +254,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	if err != nil {
 		occ.retried, occ.probing = true, probe
 		s.contents.put(content, occ)
-		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops, doubts: f.doubts, accounted: f.accounted})
+		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops, accounted: f.accounted})
 		res.Status, res.Err = Retry, err
 		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
 		return res
@@ -256,15 +265,36 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	return res
 }
 
+// nextGen is the generation after the newest one of content stored.
+func (s *Sink) nextGen(ctx context.Context, content, tag string, batch *parser.Batch, dests *routes) (int, error) {
+	for gen := 0; ; gen++ {
+		held, err := s.holds(ctx, content, gen, tag, batch, dests)
+		if err != nil || !held {
+			return gen, err
+		}
+	}
+}
+
 // flushGen writes generation gen of a chunk's content: what earlier
-// attempts of it did not store.
-func (s *Sink) flushGen(ctx context.Context, content string, gen int, tag string, batch *parser.Batch, dests *routes, res *Result) (*flush, error) {
+// attempts of it did not store. retried: an earlier attempt in this
+// process ended in Retry, and its writes are fenced before the look.
+// Records an earlier attempt parked are read from the dead letters and
+// parked again, not written, whatever this process remembers of them: in
+// a retry, and, in bucket mode, in a content this process does not know
+// (probe: an earlier process may have parked them; in flat mode the
+// stand-in a parked record leaves under its _id tells).
+func (s *Sink) flushGen(ctx context.Context, content string, gen int, retried, probe bool, tag string, batch *parser.Batch, dests *routes, res *Result) (*flush, error) {
 	id := GenID(content, gen)
 	if gen > 0 && s.opt.Mode == model.ModeFlat {
 		s.reid(batch, id)
 	}
 	f := &flush{id: id, tag: tag, batch: batch, dests: dests, prev: s.remembered(id), limits: map[string]int{}, drops: map[int]int{},
-		doubts: map[string][]writer.Doubt{}}
+		retried: retried}
+	if retried || probe && s.opt.Mode == model.ModeBucket {
+		if err := s.parkedBefore(ctx, f); err != nil {
+			return f, err
+		}
+	}
 	var err error
 	stored := res.Stored
 	if s.opt.Mode == model.ModeFlat {

@@ -57,7 +57,7 @@ func (b *Buckets) header(g *bucketer.Group) int {
 }
 
 // filter is the update filter of part p: the bucket, in the state p
-// assumes. It also names the bucket's key fields and window start, which
+// assumes, open. It also names the bucket's key fields and window start, which
 // the _id implies: a collection sharded on them (or on a hashed _id) routes
 // the upsert to one shard, as MongoDB requires of upserts.
 func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
@@ -69,7 +69,27 @@ func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
 	if !g.Start.IsZero() {
 		f.AppendDateTime(model.Start, g.Start.UnixMilli())
 	}
-	return bson.Raw(f.AppendInt32(model.Count, int32(p.count)).Build())
+	f.AppendInt32(model.Count, int32(p.count))
+	return bson.Raw(f.AppendDocument(model.Sealed, openFilter).Build())
+}
+
+// placeholder is the statement sealing bucket seq of g, inserting it
+// empty and sealed when there is none.
+func (b *Buckets) placeholder(g *bucketer.Group, seq int) Upsert {
+	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, seq))
+	elems, _ := g.Key.Elements()
+	for _, e := range elems {
+		f.AppendValue(model.Key+"."+e.Key(), e.Value())
+	}
+	ins := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, g.Key)
+	if !g.Start.IsZero() {
+		f.AppendDateTime(model.Start, g.Start.UnixMilli())
+		ins.AppendDateTime(model.Start, g.Start.UnixMilli()).AppendDateTime(model.End, g.End.UnixMilli())
+	}
+	ins.AppendInt32(model.Seq, int32(seq)).AppendInt32(model.Count, 0).AppendInt64(model.Bytes, 0)
+	update := bsoncore.NewDocumentBuilder().AppendDocument("$setOnInsert", ins.Build()).
+		AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).Build()).Build()
+	return Upsert{Filter: bson.Raw(f.Build()), Update: bson.Raw(update), Insert: true}
 }
 
 // update builds the update document of one write into dst.

@@ -38,6 +38,10 @@ const (
 	flatFind
 	// flatBackoff: wait before attempt number attempt.
 	flatBackoff
+	// flatFence: take the _id of pending[0], a document alone about to be
+	// parked whose insert may still apply, with a stand-in (see
+	// Fence), and say whether the document itself holds it.
+	flatFence
 	// flatDone: every document is stored or refused.
 	flatDone
 	// flatFail: the flush ends with err.
@@ -45,7 +49,7 @@ const (
 )
 
 func (k flatKind) String() string {
-	return [...]string{"put", "control", "ping", "find", "backoff", "done", "fail"}[k]
+	return [...]string{"put", "control", "ping", "find", "backoff", "fence", "done", "fail"}[k]
 }
 
 // flatAction is the next step of a flat write.
@@ -140,9 +144,10 @@ func (m *flatProto) onPing(answered bool) flatAction {
 	return flatAction{kind: flatFind, pending: f.pending}
 }
 
-// onFind takes the documents of pending found stored, or the error of the
-// look-up, and decides what is left and how it is written next.
-func (m *flatProto) onFind(stored map[int]bool, ferr error) flatAction {
+// onFind takes the documents of pending found stored (or their stand-ins),
+// or the error of the look-up, and decides what is left and how it is
+// written next.
+func (m *flatProto) onFind(stored map[int]holding, ferr error) flatAction {
 	f := m.top()
 	if ferr != nil {
 		f.err, f.suspect, f.answers = ferr, false, false
@@ -159,6 +164,10 @@ func (m *flatProto) onFind(stored map[int]bool, ferr error) flatAction {
 	case f.suspect || errkind.Of(f.err) == errkind.Poison:
 		if len(f.pending) == 1 {
 			err := f.err
+			if f.suspect && !m.replace {
+				// Its insert may still apply, late: fence it first.
+				return flatAction{kind: flatFence, pending: f.pending}
+			}
 			if f.suspect {
 				err = droppedAlone(f.netErrs, f.err)
 			}
@@ -171,6 +180,25 @@ func (m *flatProto) onFind(stored map[int]bool, ferr error) flatAction {
 	}
 	f.waits++
 	return flatAction{kind: flatBackoff, attempt: f.waits}
+}
+
+// onFenced takes the outcome of the fence of a document alone about to be
+// parked: stored, its _id holds the document itself (an insert of it
+// applied); else it holds the stand-in, and the document is parked; err:
+// the fence failed, and the insert goes on after a backoff.
+func (m *flatProto) onFenced(stored bool, err error) flatAction {
+	f := m.top()
+	switch {
+	case err != nil:
+		f.err, f.suspect = err, false
+		f.waits++
+		return flatAction{kind: flatBackoff, attempt: f.waits}
+	case stored:
+		m.existed++
+	default:
+		m.refused = append(m.refused, Refused{Index: f.pending[0], Reason: refusal(droppedAlone(f.netErrs, f.err).Error())})
+	}
+	return m.pop()
 }
 
 // onBackoff takes the end of a backoff: werr when the flush's deadline
@@ -224,15 +252,18 @@ func (m *flatProto) keepDrops(f *flatFrame) {
 }
 
 // sortOut counts the documents of pending already stored (of those, with
-// before, the ones it names), adds those refused to refused, and returns
-// the rest, to try again.
-func (m *flatProto) sortOut(pending []int, stored map[int]bool, poison map[int]string, before map[int]bool) []int {
+// before, the ones it names), adds those refused to refused (and those an
+// earlier attempt fenced, their stand-ins found), and returns the rest, to
+// try again.
+func (m *flatProto) sortOut(pending []int, stored map[int]holding, poison map[int]string, before map[int]bool) []int {
 	next := pending[:0:0]
 	for _, p := range pending {
 		switch {
-		case stored[p] && before != nil && !before[p]:
+		case stored[p] == heldByStandIn:
+			m.refused = append(m.refused, Refused{Index: p, Reason: fencedEarlier})
+		case stored[p] == heldByDoc && before != nil && !before[p]:
 			// Written by the insert just answered.
-		case stored[p]:
+		case stored[p] == heldByDoc:
 			m.existed++
 		case poison[p] != "":
 			m.refused = append(m.refused, Refused{Index: p, Reason: refusal(poison[p])})

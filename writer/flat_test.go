@@ -15,8 +15,12 @@ type (
 	putOut     struct{ err error }
 	controlOut struct{ p probe }
 	pingOut    bool
-	findOut    struct{ stored []int }
+	findOut    struct{ stored, standIns []int }
 	backoffOut struct{ err error }
+	fenceOut   struct {
+		stored bool
+		err    error
+	}
 )
 
 // flatRow is one transition sequence: an insert of docs documents (or a
@@ -44,7 +48,7 @@ var errBulkDup = mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{W
 var errBulkPoison = mongo.BulkWriteException{WriteErrors: []mongo.BulkWriteError{{WriteError: mongo.WriteError{Index: 1, Code: 52, Message: "field name starts with $"}}}}
 
 func put(err error) putOut     { return putOut{err} }
-func found(idx ...int) findOut { return findOut{idx} }
+func found(idx ...int) findOut { return findOut{stored: idx} }
 
 // answeredN is n lost connections of a document alone, each followed by
 // an answered control and an empty look-up.
@@ -102,18 +106,30 @@ var flatRows = []flatRow{
 	{name: "refused without an index: split to the document, parked", docs: 2,
 		events: []any{put(errTooLarge), found(), put(nil), put(errTooLarge), found()},
 		want:   []string{"find [0 1]", "put [0]", "put [1]", "find [1]", "done"}, refused: "1: refused by MongoDB: update: an inserted document is too large", endLim: 1},
-	{name: "a document alone dropped 8 times, the control answered each time: parked", docs: 1,
-		events:  answeredN(dropsToPark),
-		want:    append(answeredWant(dropsToPark-1), "control", "find [0]", "done"),
+	{name: "a document alone dropped 8 times, the control answered each time: fenced, parked", docs: 1,
+		events:  append(answeredN(dropsToPark), fenceOut{}),
+		want:    append(answeredWant(dropsToPark-1), "control", "find [0]", "fence", "done"),
 		refused: "0: refused by MongoDB: the server closed the connection on this record alone 8 times in a row", lost: map[int]int{0: 8}},
 	{name: "the drops of an earlier attempt count", docs: 1, drops: map[int]int{0: dropsToPark - 1},
+		events:  append(answeredN(1), fenceOut{}),
+		want:    []string{"control", "find [0]", "fence", "done"},
+		refused: "0: refused by MongoDB: the server closed the connection on this record alone 8 times", lost: map[int]int{0: 8}},
+	{name: "split: the second half, a document alone, brings its earlier drops", docs: 2, limit: 4, drops: map[int]int{1: dropsToPark - 1},
+		events:  []any{put(errDrop), pingOut(true), found(), put(nil), put(errDrop), controlOut{p: probeAnswered}, found(), fenceOut{}},
+		want:    []string{"ping", "find [0 1]", "put [0]", "put [1]", "control", "find [1]", "fence", "done"},
+		refused: "1: refused by MongoDB: the server closed the connection on this record alone 8 times", endLim: 1, lost: map[int]int{1: 8}},
+	{name: "a stand-in found: an earlier attempt fenced the record, parked", docs: 2,
+		events: []any{put(errDrop), findOut{standIns: []int{1}}, put(nil)}, want: []string{"find [0 1]", "put [0]", "done"},
+		refused: "1: " + fencedEarlier},
+	{name: "the fence finds the document itself: stored, not parked", docs: 1, drops: map[int]int{0: dropsToPark - 1},
+		events: append(answeredN(1), fenceOut{stored: true}), want: []string{"control", "find [0]", "fence", "done"}, existed: 1,
+		lost: map[int]int{0: 8}},
+	{name: "the fence fails: backoff, then the insert again", docs: 1, drops: map[int]int{0: dropsToPark - 1},
+		events: append(answeredN(1), fenceOut{err: errDrop}, backoffOut{}), want: []string{"control", "find [0]", "fence", "backoff 1", "put [0]"}},
+	{name: "a replace alone dropped 8 times: parked without a fence (a replacement takes any _id)", docs: 1, replace: true, drops: map[int]int{0: dropsToPark - 1},
 		events:  answeredN(1),
 		want:    []string{"control", "find [0]", "done"},
 		refused: "0: refused by MongoDB: the server closed the connection on this record alone 8 times", lost: map[int]int{0: 8}},
-	{name: "split: the second half, a document alone, brings its earlier drops", docs: 2, limit: 4, drops: map[int]int{1: dropsToPark - 1},
-		events:  []any{put(errDrop), pingOut(true), found(), put(nil), put(errDrop), controlOut{p: probeAnswered}, found()},
-		want:    []string{"ping", "find [0 1]", "put [0]", "put [1]", "control", "find [1]", "done"},
-		refused: "1: refused by MongoDB: the server closed the connection on this record alone 8 times", endLim: 1, lost: map[int]int{1: 8}},
 	{name: "a control lost: no evidence, the count starts again, backoff", docs: 1, drops: map[int]int{0: 5},
 		events: []any{put(errDrop), controlOut{p: probeLost}, found(), backoffOut{}, put(nil)},
 		want:   []string{"control", "find [0]", "backoff 1", "put [0]", "done"}},
@@ -171,13 +187,18 @@ func runFlatRow(r flatRow) (got []string, m *flatProto, err error) {
 				a = m.onFind(nil, fmt.Errorf("find failed"))
 				break
 			}
-			stored := map[int]bool{}
+			stored := map[int]holding{}
 			for _, s := range e.stored {
-				stored[s] = true
+				stored[s] = heldByDoc
+			}
+			for _, s := range e.standIns {
+				stored[s] = heldByStandIn
 			}
 			a = m.onFind(stored, nil)
 		case backoffOut:
 			a = m.onBackoff(e.err)
+		case fenceOut:
+			a = m.onFenced(e.stored, e.err)
 		}
 		got = append(got, describeFlat(a))
 	}

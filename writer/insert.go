@@ -78,18 +78,26 @@ func (ins *inserter) skipStored(ctx context.Context, same bool) error {
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", ins.coll, err)
 	}
-	ins.existed, ins.skip = len(stored), stored
+	ins.skip = map[int]bool{}
+	for i, h := range stored {
+		ins.skip[i] = true
+		if h == heldByStandIn {
+			ins.refused = append(ins.refused, Refused{Index: i, Reason: fencedEarlier})
+		} else {
+			ins.existed++
+		}
+	}
 	return nil
 }
 
 // lookup is existing for any number of documents: in parts (lookupPart),
 // each retried.
-func lookup(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool, retry Retry) (map[int]bool, error) {
-	stored := map[int]bool{}
+func lookup(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool, retry Retry) (map[int]holding, error) {
+	stored := map[int]holding{}
 	for len(pending) > 0 {
 		part := pending[:lookupPart(docs, pending)]
 		pending = pending[len(part):]
-		var found map[int]bool
+		var found map[int]holding
 		if err := retry.Do(ctx, func() (err error) {
 			found, err = existing(ctx, store, coll, docs, part, same)
 			return err
@@ -137,7 +145,8 @@ func (ins *inserter) all(ctx context.Context) (Inserted, error) {
 			left = append(left, i)
 		}
 	}
-	var out Inserted
+	// Those the look-up found fenced by an earlier attempt are parked.
+	out := Inserted{Refused: ins.refused}
 	for len(left) > 0 {
 		pending := left[:min(size, len(left)):min(size, len(left))]
 		left = left[len(pending):]
@@ -205,6 +214,8 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 			a = ins.onFind(existing(ctx, ins.store, ins.coll, ins.docs, a.pending, ins.replace))
 		case flatBackoff:
 			a = ins.onBackoff(ins.retry.Wait(ctx, a.attempt))
+		case flatFence:
+			a = ins.onFenced(fence(ctx, ins.store, ins.coll, ins.docs[a.pending[0]].ID))
 		case flatDone:
 			return ins.refused, nil
 		default:
@@ -252,17 +263,31 @@ func existedBefore(err error, pending []int, replace bool) map[int]bool {
 	return dup
 }
 
+// holding is what holds a document's _id.
+type holding uint8
+
+const (
+	heldByNone    holding = iota
+	heldByDoc             // the document (with same, the same one)
+	heldByStandIn         // the stand-in of the record, which is parked (see fence)
+)
+
+// fencedEarlier is the reason a record is parked with when its stand-in
+// holds its _id: an earlier attempt fenced its insert before parking it.
+const fencedEarlier = "refused by MongoDB: the server kept closing the connection on this record alone; an earlier attempt fenced its insert (a stand-in holds its _id) before parking it"
+
 // existing reports which of the pending documents are already stored: a
-// document of their _id, or with same, the same document. Ids are told
-// apart by type and value, so documents that share one are all reported.
-func existing(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool) (map[int]bool, error) {
+// document of their _id, or with same, the same document; or the record's
+// stand-in. Ids are told apart by type and value, so documents that share
+// one are all reported.
+func existing(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool) (map[int]holding, error) {
 	ids := bsoncore.NewArrayBuilder()
 	for _, p := range pending {
 		ids.AppendValue(docs[p].ID)
 	}
 	filter := bsoncore.NewDocumentBuilder().AppendDocument(model.ID,
 		bsoncore.NewDocumentBuilder().AppendArray("$in", ids.Build()).Build()).Build()
-	q := Query{Projection: IDProjection}
+	q := Query{Projection: standInProjection}
 	if same {
 		q = Query{}
 	}
@@ -275,16 +300,41 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 		k := idKey(docs[p].ID.Type, docs[p].ID.Data)
 		byID[k] = append(byID[k], p)
 	}
-	stored := map[int]bool{}
+	stored := map[int]holding{}
 	for _, d := range found {
 		id := d.Lookup(model.ID)
+		standIn, _ := d.Lookup(model.Sealed).BooleanOK()
 		for _, p := range byID[idKey(bsoncore.Type(id.Type), id.Value)] {
-			if !same || bytes.Equal(d, docs[p].Raw) {
-				stored[p] = true
+			switch {
+			case standIn && !same:
+				stored[p] = heldByStandIn
+			case !same || bytes.Equal(d, docs[p].Raw):
+				stored[p] = heldByDoc
 			}
 		}
 	}
 	return stored, nil
+}
+
+// fence takes _id id in coll with a stand-in, {_id, sealed: true}, unless
+// a document holds it already, and reports whether the document there is
+// not the stand-in: a write of the record applied. Once the stand-in holds
+// the _id, no insert of the record sent before can apply.
+func fence(ctx context.Context, store Store, coll string, id bsoncore.Value) (stored bool, err error) {
+	standIn := bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).AppendBoolean(model.Sealed, true).Build())
+	if err := store.InsertMany(ctx, coll, []bson.Raw{standIn}); err != nil && errkind.Of(err) != errkind.Duplicate {
+		return false, err
+	}
+	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).Build())
+	docs, err := store.Find(ctx, coll, filter, Query{Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(docs) == 0 {
+		return false, fmt.Errorf("fencing _id %s: the stand-in is not there", id)
+	}
+	sealed, _ := docs[0].Lookup(model.Sealed).BooleanOK()
+	return !sealed, nil
 }
 
 // idKey tells _id values apart by type and value.
@@ -292,6 +342,9 @@ func idKey(t bsoncore.Type, data []byte) string { return string(append([]byte{by
 
 // IDProjection returns a document's _id alone.
 var IDProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.ID, 1).Build())
+
+// standInProjection returns a document's _id, and whether it is a stand-in.
+var standInProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.ID, 1).AppendInt32(model.Sealed, 1).Build())
 
 // Existing counts the documents of coll whose _id is one of ids.
 func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Value, retry Retry) (int, error) {

@@ -47,6 +47,11 @@ const (
 	// actRead: read the bucket p missed (newest: the group's newest bucket
 	// instead; entries: with its logs).
 	actRead
+	// actFence: fence the group's earlier writes (seal every open bucket
+	// of the group; bucket: and insert its next bucket sealed, where a
+	// write sent before may still insert it, as the record in doubt is to
+	// be parked, not written) and look again for what they stored.
+	actFence
 	// actDone: every record is stored or parked.
 	actDone
 	// actFail: the flush ends with err (a read failed, or the executor
@@ -55,7 +60,7 @@ const (
 )
 
 func (k actKind) String() string {
-	return [...]string{"write", "round", "backoff", "ping", "control", "read", "done", "fail"}[k]
+	return [...]string{"write", "round", "backoff", "ping", "control", "read", "fence", "done", "fail"}[k]
 }
 
 // action is the next step of a group write.
@@ -65,6 +70,7 @@ type action struct {
 	bytes   int  // actControl
 	newest  bool // actRead
 	entries bool // actRead
+	bucket  bool // actFence
 	err     error
 }
 
@@ -74,6 +80,11 @@ func (a action) String() string {
 		return fmt.Sprintf("backoff %d", a.attempt)
 	case actControl:
 		return fmt.Sprintf("control %d", a.bytes)
+	case actFence:
+		if a.bucket {
+			return "fence bucket"
+		}
+		return "fence group"
 	case actRead:
 		switch {
 		case a.newest:
@@ -95,7 +106,8 @@ const (
 	pinging                    // the answer to a ping (pinged)
 	probing                    // the control's outcome (probe)
 	readingDup                 // the bucket a write missed (bucketRead)
-	readingPoison              // the bucket, before parking a record in doubt (bucketRead)
+	fencing                    // the look after a fence (fenced)
+	fencingPoison              // the look after a fence, before parking a record in doubt (fenced)
 	finished                   // nothing
 )
 
@@ -125,16 +137,27 @@ type pinged bool
 // bucketRead is what a read of the bucket a write missed found: nothing, or
 // the bucket's state; applied is how many of the records not yet written,
 // in order, it holds from the position the write assumed, written by this
-// chunk (an earlier attempt whose outcome was unknown); gone: a second
-// read, for the entries, found it no more; err: that read failed, which
-// ends the flush.
+// chunk (an earlier attempt whose outcome was unknown); sealed: it takes
+// no more writes; foreign: it holds a write of the chunk that nothing
+// accounts for (see Buckets.read); gone: a second read, for the entries,
+// found it no more; err: that read failed, which ends the flush.
 type bucketRead struct {
 	found             bool
 	seq, count, bytes int
 	values            map[string]map[string]bool
 	applied           int
+	sealed, foreign   bool
 	gone              bool
 	err               error
+}
+
+// fenced is what the look after a fence found: the records of the chunk
+// stored in the group's buckets (by index in the chunk) and where; err:
+// the fence or the look failed, which ends the flush.
+type fenced struct {
+	stored map[int]bool
+	where  claims
+	err    error
 }
 
 func (planNext) isEvent()   {}
@@ -142,6 +165,7 @@ func (replied) isEvent()    {}
 func (pinged) isEvent()     {}
 func (probe) isEvent()      {}
 func (bucketRead) isEvent() {}
+func (fenced) isEvent()     {}
 
 // sizing is what decides how many records one write takes.
 type sizing struct {
@@ -160,73 +184,32 @@ func (z sizing) fit(recs []*parser.Record, count, bytes, limit int) int {
 	return bucketer.Fit(recs, room, z.maxBytes-z.header-bytes-opElemBytes, z.extra+1)
 }
 
-// split plans, from the bucket a group is filling (seq, holding count
-// entries of bytes bytes), every bucket recs will fill: the current one
-// topped up, then new ones. Each part is one lane (see lanes). A record
-// that fits no empty bucket ends the plan: it and the records after it go
-// in the last part, whose write parks it.
-func (z sizing) split(recs []*parser.Record, seq, count, bytes int) []lanePlan {
-	var plan []lanePlan
-	for len(recs) > 0 {
-		k := z.fit(recs, count, bytes, 0)
-		switch {
-		case k == 0 && count > 0:
-			seq, count, bytes = seq+1, 0, 0
-			continue
-		case k == 0:
-			k = len(recs)
-		}
-		plan = append(plan, lanePlan{seq: seq, count: count, bytes: bytes, recs: recs[:k]})
-		recs = recs[k:]
-		seq, count, bytes = seq+1, 0, 0
-	}
-	return plan
-}
+// claims are the positions in a group's buckets where entries of the
+// chunk are accounted for: an earlier attempt's found by the lookup, or a
+// write of this attempt taken as stored; by bucket seq, the [from, to)
+// spans. A read never takes entries there for a write in doubt, whatever
+// they hold (a chunk of identical records holds them at several
+// positions), nor for an earlier attempt's write that applied late.
+type claims map[int][][2]int
 
-// lanePlan is the part of a group's records one lane writes, starting at
-// bucket seq holding count entries of bytes bytes.
-type lanePlan struct {
-	seq, count, bytes int
-	recs              []*parser.Record
-}
-
-// lanes are the writes of one group's records made at once, each into the
-// bucket it planned (split): they go out in one round, where one write at a
-// time would take a round per bucket. Each lane is a full group write on a
-// state of its own (a hint, as every state is: a lane that finds its
-// bucket taken reads it and moves on like a second writer would), and
-// three rules keep the lanes of one chunk from mistaking each other's
-// entries for their own, all of them tagged with the chunk:
-//   - a lane in doubt (a write of it may have been applied) is resolved
-//     before any other lane of the group plans a write (rounds: plan);
-//   - two lanes never write into one bucket in one round (plan);
-//   - a position another lane took (stored or found its write at) is not
-//     this lane's earlier write, whatever entries it holds (claims).
-type lanes struct {
-	// group, the group's key, makes the struct non-empty: pointers to
-	// distinct zero-size values may compare equal, and plan tells the
-	// lanes of different groups apart by pointer.
-	group string
-}
-
-// claims are the positions ({seq, count}) in a group's buckets where
-// entries of the chunk are accounted for: an earlier attempt's found by the
-// lookup (stored), or a write of this one taken as stored. A read never
-// takes entries there for a write in doubt, whatever they hold: a chunk of
-// identical records holds them at several positions.
-type claims map[[2]int]bool
-
-// take records that a write of the chunk is accounted for at bucket seq,
-// position count.
-func (c claims) take(seq, count int) {
+// take records that n entries of the chunk are accounted for at bucket
+// seq, from position at.
+func (c claims) take(seq, at, n int) {
 	if c != nil {
-		c[[2]int{seq, count}] = true
+		c[seq] = append(c[seq], [2]int{at, at + n})
 	}
 }
 
-// taken reports whether a write of the chunk is accounted for at bucket
-// seq, position count.
-func (c claims) taken(seq, count int) bool { return c[[2]int{seq, count}] }
+// taken reports whether position at of bucket seq holds entries of the
+// chunk accounted for.
+func (c claims) taken(seq, at int) bool {
+	for _, s := range c[seq] {
+		if at >= s[0] && at < s[1] {
+			return true
+		}
+	}
+	return false
+}
 
 // groupProto is the state of one group's write: plain data, changed only
 // by next.
@@ -253,8 +236,7 @@ type groupProto struct {
 	cause  error // why a record in doubt is to be parked, once read
 	phase  phase
 	out    Outcome
-	lanes  *lanes // the group's lanes, nil when the group has one
-	claims claims // the group's, shared by its lanes
+	claims claims
 }
 
 func newGroupProto(st *groupState, size sizing, j Job) groupProto {
@@ -280,6 +262,8 @@ func (m *groupProto) next(e event) action {
 		return m.onProbe(e)
 	case bucketRead:
 		return m.onRead(e)
+	case fenced:
+		return m.onFenced(e)
 	}
 	return action{kind: actFail, err: fmt.Errorf("bucket write: %T is not an event", e)}
 }
@@ -313,22 +297,22 @@ func (m *groupProto) onProbe(p probe) action {
 }
 
 func (m *groupProto) onRead(r bucketRead) action {
-	if m.phase != readingDup && m.phase != readingPoison {
+	if m.phase != readingDup {
 		return m.outOfTurn(r)
 	}
 	return m.read(r)
 }
 
+func (m *groupProto) onFenced(f fenced) action {
+	if m.phase != fencing && m.phase != fencingPoison {
+		return m.outOfTurn(f)
+	}
+	return m.fenced(f)
+}
+
 func (m *groupProto) outOfTurn(e event) action {
 	return action{kind: actFail, err: fmt.Errorf("bucket write: %T while waiting in phase %d", e, m.phase)}
 }
-
-// inDoubt reports whether a write of the group may have been applied
-// unseen: its next write repeats it.
-func (m *groupProto) inDoubt() bool { return m.doubt && m.p != nil && m.phase != finished }
-
-// hold puts off the write just planned to the next round.
-func (m *groupProto) hold() { m.phase = idle }
 
 // ownCommand reports whether the next write goes in a command of its own.
 func (m *groupProto) ownCommand() bool { return m.alone || m.suspect > 0 }
@@ -339,6 +323,9 @@ func (m *groupProto) plan() action {
 	st := m.st
 	for len(m.recs) > 0 {
 		if m.p == nil {
+			if st.sealed {
+				st.next() // it takes no more writes
+			}
 			limit := 0
 			if m.suspect > 0 {
 				limit = m.limit
@@ -370,7 +357,11 @@ func (m *groupProto) plan() action {
 // command of several statements says nothing of this statement's content.
 func (m *groupProto) replied(r replied) action {
 	m.err, m.adds = r.err, r.adds
-	if !r.shared {
+	if !r.shared && errkind.Of(r.err) != errkind.Lost {
+		// Alone until its connection holds: sent in a shared command
+		// again, a write that loses it would count its losses only every
+		// other round, and a search for content the server drops
+		// connections on might never start within a flush.
 		m.alone = false
 	}
 	if r.shared && r.split {
@@ -406,10 +397,10 @@ func (m *groupProto) replied(r replied) action {
 func (m *groupProto) settle(k errkind.Kind, err error) action {
 	switch {
 	case k == errkind.Poison && m.p.n == 1 && m.doubt:
-		// An earlier attempt may have stored the record: a record is
-		// never both stored and parked.
-		m.cause, m.phase = err, readingPoison
-		return m.readBucket(true)
+		// A write of the record in doubt may still apply: fence it, then
+		// look. A record is never both stored and parked.
+		m.cause, m.phase = err, fencingPoison
+		return action{kind: actFence, bucket: true}
 	case k == errkind.Poison:
 		return m.poison(err)
 	case k == errkind.Duplicate:
@@ -452,32 +443,30 @@ func (m *groupProto) readBucket(doubt bool) action {
 // read takes the bucket as read: the group's state moves to it.
 func (m *groupProto) read(r bucketRead) action {
 	st, p := m.st, m.p
-	st.seq, st.count, st.bytes, st.known, st.values = p.seq, 0, 0, true, nil
-	st.seen = true
+	st.seq, st.count, st.bytes, st.known, st.values, st.sealed = p.seq, 0, 0, true, nil, false
+	st.seen = r.found
 	if r.found {
-		st.seq, st.count, st.bytes, st.values = r.seq, r.count, r.bytes, r.values
+		st.seq, st.count, st.bytes, st.values, st.sealed = r.seq, r.count, r.bytes, r.values, r.sealed
 	}
 	if r.err != nil {
 		return action{kind: actFail, err: r.err}
 	}
-	changed := r.gone || st.seq != p.seq || st.count != p.count
+	changed := r.gone || r.sealed || st.seq != p.seq || st.count != p.count
 	n := r.applied
-	if m.phase == readingPoison {
-		if n > 0 || changed {
-			// Stored by an earlier attempt, or another writer moved the
-			// bucket on: write it again where it now goes.
-			m.found(n)
-			m.p = nil
-			return m.round()
-		}
-		return m.poison(m.cause)
-	}
 	if n > 0 {
 		// An earlier attempt of this write (or of a larger one that held
 		// it) was applied.
 		m.found(n)
 		m.unexplained = 0
-	} else if !changed {
+	}
+	if r.foreign || r.found && !st.fenced {
+		// An earlier attempt's write applied after the look, or the
+		// group has buckets an earlier process may still be writing
+		// into: fence the group, then look again.
+		m.p, m.phase = nil, fencing
+		return action{kind: actFence}
+	}
+	if n == 0 && !changed {
 		// Nothing explains the collision with the bucket as read: another
 		// unique index refuses this content.
 		if m.unexplained++; m.unexplained >= 2 {
@@ -488,12 +477,54 @@ func (m *groupProto) read(r bucketRead) action {
 	return m.round()
 }
 
+// fenced takes what the look after a fence found: the records it found
+// stored are written, wherever they are; the group's bucket is sealed. A
+// record in doubt to be parked is parked only if the look did not find it.
+func (m *groupProto) fenced(f fenced) action {
+	if f.err != nil {
+		return action{kind: actFail, err: f.err}
+	}
+	for seq, spans := range f.where {
+		m.claims[seq] = append(m.claims[seq], spans...)
+	}
+	var first *parser.Record // the record in doubt, when fencing it
+	if len(m.recs) > 0 {
+		first = m.recs[0]
+	}
+	left := m.recs[:0:0]
+	for _, r := range m.recs {
+		if !f.stored[r.Index] {
+			left = append(left, r)
+		}
+	}
+	n := len(m.recs) - len(left)
+	m.recs, m.out.Stored, m.suspect, m.doubt = left, m.out.Stored+n, max(m.suspect-n, 0), false
+	m.st.fenced = m.phase == fencing || m.st.fenced
+	if m.phase == fencingPoison {
+		// Every bucket up to the group's next is sealed: the state is a
+		// hint, a write into the next one moves on.
+		m.st.sealed = m.st.known && m.st.seen
+		if first != nil && !f.stored[first.Index] {
+			m.park(refusal(m.cause.Error()))
+		}
+	} else {
+		m.st.sealed = m.st.known && m.st.seen
+	}
+	m.p = nil
+	return m.round()
+}
+
 // stored takes the write of p as applied.
 func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 	st, p := m.st, m.p
 	st.seq, st.count, st.bytes, st.known, st.seen = p.seq, p.count+p.n, st.bytes+adds, true, true
+	if p.seq == 0 && p.count == 0 {
+		// It inserted the group's first bucket: the group had none, so
+		// no earlier write of it can apply but an insert of this one.
+		st.fenced = true
+	}
 	st.addValues(vals)
-	m.claims.take(p.seq, p.count)
+	m.claims.take(p.seq, p.count, p.n)
 	m.out.Stored += p.n
 	if p.count == 0 {
 		m.out.Created++ // no bucket holds 0 entries: this write inserted it
@@ -507,7 +538,7 @@ func (m *groupProto) stored(adds int, vals []bucketer.Values) {
 // attempt, as written; the doubt is settled.
 func (m *groupProto) found(n int) {
 	if m.p != nil {
-		m.claims.take(m.p.seq, m.p.count)
+		m.claims.take(m.p.seq, m.p.count, n)
 	}
 	m.out.Stored += n
 	m.recs = m.recs[n:]
@@ -555,13 +586,6 @@ func (m *groupProto) outcome() Outcome {
 	}
 	if m.p != nil && m.p.n == 1 && m.lone > 0 {
 		out.Drops = map[int]int{m.recs[0].Index: m.lone}
-	}
-	if m.p != nil && m.doubt {
-		d := Doubt{Seq: m.p.seq, Count: m.p.count, Bytes: m.st.bytes, Adds: m.adds, Recs: make([]int, m.p.n)}
-		for i, r := range m.recs[:m.p.n] {
-			d.Recs[i] = r.Index
-		}
-		out.Doubts = []Doubt{d}
 	}
 	return out
 }

@@ -67,7 +67,7 @@ func newProto(recs int, state func(*groupProto)) *groupProto {
 	for i := range rs {
 		rs[i] = &parser.Record{Index: i, Doc: bsoncore.NewDocumentBuilder().AppendInt32("n", int32(i)).Build()}
 	}
-	m := newGroupProto(&groupState{known: true}, sizing{maxRecords: 10, maxBytes: 1 << 20, header: 600}, Job{Recs: rs})
+	m := newGroupProto(&groupState{known: true, fenced: true}, sizing{maxRecords: 10, maxBytes: 1 << 20, header: 600}, Job{Recs: rs})
 	if state != nil {
 		state(&m)
 	}
@@ -235,16 +235,16 @@ func TestProtocolReplies(t *testing.T) {
 		{name: "poison found, the halves go on", recs: 2, events: []event{plan, reply(errDollar), plan, reply(errDollar), plan, ok, plan},
 			want: []string{"write", "round", "write", "round", "write", "round", "done"},
 			then: "stored 1, created 1, parked 1, left 0, bucket 0/1"},
-		{name: "poison alone in doubt: stored already, not parked", recs: 1, state: inDoubt,
-			events: []event{plan, reply(errDollar), bucketRead{found: true, count: 1, applied: 1}, plan},
-			want:   []string{"write", "read entries", "round", "done"}, then: "stored 1, left 0, bucket 0/1"},
-		{name: "poison alone in doubt: the bucket moved on, written again", recs: 1, state: inDoubt,
-			events: []event{plan, reply(errDollar), bucketRead{found: true, count: 4}, plan},
-			want:   []string{"write", "read entries", "round", "write"}, then: "stored 0, left 1, p 0/4+1, bucket 0/4"},
-		{name: "poison alone in doubt: not there, parked", recs: 1, state: inDoubt,
-			events: []event{plan, reply(errDollar), bucketRead{}, plan},
-			want:   []string{"write", "read entries", "round", "done"}, then: "stored 0, parked 1, left 0, bucket 0/0, doubt",
+		{name: "poison alone in doubt: fenced, stored already, not parked", recs: 1, state: inDoubt,
+			events: []event{plan, reply(errDollar), fenced{stored: map[int]bool{0: true}}, plan},
+			want:   []string{"write", "fence bucket", "round", "done"}, then: "stored 1, left 0, bucket 0/0"},
+		{name: "poison alone in doubt: fenced, not there, parked", recs: 1, state: inDoubt,
+			events: []event{plan, reply(errDollar), fenced{}, plan},
+			want:   []string{"write", "fence bucket", "round", "done"}, then: "stored 0, parked 1, left 0, bucket 0/0",
 			check: parkedFor("refused by MongoDB")},
+		{name: "poison alone in doubt: the fence fails", recs: 1, state: inDoubt,
+			events: []event{plan, reply(errDollar), fenced{err: errTimeout}},
+			want:   []string{"write", "fence bucket", "fail"}, then: "stored 0, left 1, p 0/0+1, bucket 0/0, doubt"},
 
 		{name: "reply not shown: repeat alone in doubt", recs: 3, events: []event{plan, sharedReply(errNotShown), plan},
 			want: []string{"write", "round", "write"}, then: "stored 0, left 3, p 0/0+3, bucket 0/0, doubt, own"},
@@ -259,6 +259,36 @@ func TestProtocolReplies(t *testing.T) {
 			then: "stored 0, left 3, bucket 0/0"},
 		{name: "a read out of turn ends the flush", recs: 3, events: []event{plan, bucketRead{}}, want: []string{"write", "fail"},
 			then: "stored 0, left 3, p 0/0+3, bucket 0/0"},
+		{name: "a look out of turn ends the flush", recs: 3, events: []event{plan, fenced{}}, want: []string{"write", "fail"},
+			then: "stored 0, left 3, p 0/0+3, bucket 0/0"},
+		{name: "a group this process has not fenced has buckets: fence it, look again", recs: 3,
+			state:  func(m *groupProto) { m.st = &groupState{} },
+			events: []event{plan, reply(errDup), bucketRead{found: true, seq: 4, count: 2}, fenced{stored: map[int]bool{2: true}}, plan},
+			want:   []string{"write", "read newest", "fence group", "round", "write"}, then: "stored 1, left 2, p 5/0+2, bucket 5/0"},
+		{name: "a group this process has not fenced, its first bucket inserted: fenced", recs: 3,
+			state:  func(m *groupProto) { m.st = &groupState{} },
+			events: []event{plan, ok},
+			want:   []string{"write", "round"}, then: "stored 3, created 1, left 0, bucket 0/3",
+			check: func(t *testing.T, m *groupProto) {
+				if !m.st.fenced {
+					t.Error("not fenced after inserting the group's first bucket")
+				}
+			}},
+
+		{name: "duplicate: the bucket is sealed, next bucket", recs: 3, events: []event{plan, reply(errDup), bucketRead{found: true, count: 2, sealed: true}, plan},
+			want: []string{"write", "read", "round", "write"}, then: "stored 0, left 3, p 1/0+3, bucket 1/0"},
+		{name: "missed: no bucket, insert it", recs: 3, state: func(m *groupProto) { m.st.count = 2 },
+			events: []event{plan, reply(errkind.Missed), bucketRead{}, plan},
+			want:   []string{"write", "read", "round", "write"}, then: "stored 0, left 3, p 0/0+3, bucket 0/0"},
+		{name: "duplicate: the chunk's write applied unseen elsewhere, fence and look again", recs: 3,
+			events: []event{plan, reply(errDup), bucketRead{found: true, count: 2, foreign: true}, fenced{stored: map[int]bool{0: true, 1: true}}, plan},
+			want:   []string{"write", "read", "fence group", "round", "write"}, then: "stored 2, left 1, p 1/0+1, bucket 1/0"},
+		{name: "in doubt, all found applied and more unseen elsewhere: fence, look, done", recs: 3, state: inDoubt,
+			events: []event{plan, reply(errDup), bucketRead{found: true, count: 5, applied: 3, foreign: true}, fenced{stored: map[int]bool{0: true, 1: true, 2: true}}, plan},
+			want:   []string{"write", "read entries", "fence group", "round", "done"}, then: "stored 3, left 0, bucket 0/5"},
+		{name: "in doubt, found applied and unseen elsewhere: both count", recs: 3, state: inDoubt,
+			events: []event{plan, reply(errDup), bucketRead{found: true, count: 3, applied: 1, foreign: true}, fenced{stored: map[int]bool{0: true, 2: true}}, plan},
+			want:   []string{"write", "read entries", "fence group", "round", "write"}, then: "stored 2, left 1, p 1/0+1, bucket 1/0"},
 	})
 }
 
@@ -293,21 +323,21 @@ func TestProtocolDrops(t *testing.T) {
 					t.Errorf("outcome drops %v, want record 0: 5", d)
 				}
 			}},
-		{name: "the eighth drop: read, then parked", recs: 1, state: func(m *groupProto) { m.drops = map[int]int{0: dropsToPark - 1} },
-			events: []event{plan, reply(errDrop), probeAnswered, bucketRead{found: true}, plan},
-			want:   []string{"write", "control 120", "read entries", "round", "done"}, then: "stored 0, parked 1, left 0, bucket 0/0, doubt, lone 8",
+		{name: "the eighth drop: fenced, then parked", recs: 1, state: func(m *groupProto) { m.drops = map[int]int{0: dropsToPark - 1} },
+			events: []event{plan, reply(errDrop), probeAnswered, fenced{}, plan},
+			want:   []string{"write", "control 120", "fence bucket", "round", "done"}, then: "stored 0, parked 1, left 0, bucket 0/0, lone 8",
 			check: parkedFor("closed the connection on this record alone 8 times in a row")},
-		{name: "the eighth drop, stored by an earlier attempt: not parked", recs: 1, state: func(m *groupProto) { m.drops = map[int]int{0: dropsToPark - 1} },
-			events: []event{plan, reply(errDrop), probeAnswered, bucketRead{found: true, count: 1, applied: 1}, plan},
-			want:   []string{"write", "control 120", "read entries", "round", "done"}, then: "stored 1, left 0, bucket 0/1, lone 8"},
+		{name: "the eighth drop, stored by a write in doubt: not parked", recs: 1, state: func(m *groupProto) { m.drops = map[int]int{0: dropsToPark - 1} },
+			events: []event{plan, reply(errDrop), probeAnswered, fenced{stored: map[int]bool{0: true}}, plan},
+			want:   []string{"write", "control 120", "fence bucket", "round", "done"}, then: "stored 1, left 0, bucket 0/0, lone 8"},
 		{name: "eight drops in a row within one flush", recs: 1,
 			events: []event{plan, reply(errDrop), probeAnswered, plan, reply(errDrop), probeAnswered, plan, reply(errDrop), probeAnswered,
 				plan, reply(errDrop), probeAnswered, plan, reply(errDrop), probeAnswered, plan, reply(errDrop), probeAnswered,
-				plan, reply(errDrop), probeAnswered, plan, reply(errDrop), probeAnswered, bucketRead{}},
+				plan, reply(errDrop), probeAnswered, plan, reply(errDrop), probeAnswered, fenced{}},
 			want: []string{"write", "control 120", "round", "write", "control 120", "round", "write", "control 120",
 				"round", "write", "control 120", "round", "write", "control 120", "round", "write", "control 120",
-				"round", "write", "control 120", "round", "write", "control 120", "read entries", "round"},
-			then: "stored 0, parked 1, left 0, bucket 0/0, doubt, lone 8"},
+				"round", "write", "control 120", "round", "write", "control 120", "fence bucket", "round"},
+			then: "stored 0, parked 1, left 0, bucket 0/0, lone 8"},
 	})
 }
 
@@ -323,9 +353,13 @@ func TestProtocolSharedCommand(t *testing.T) {
 			want: []string{"write", "backoff 1", "write", "backoff 2", "write"}, then: "stored 0, left 3, p 0/0+3, bucket 0/0, doubt"},
 		{name: "a lone record's drop: no control", recs: 1, events: []event{plan, sharedReply(errDrop)},
 			want: []string{"write", "backoff 1"}, then: "stored 0, left 1, p 0/0+1, bucket 0/0, doubt"},
-		{name: "the command split: its statements go alone", recs: 3,
+		{name: "the command split: its statements go alone, and stay alone while they lose their connection", recs: 3,
 			events: []event{plan, replied{err: errDrop, shared: true, split: true}, plan, reply(errDrop)},
-			want:   []string{"write", "backoff 1", "write", "backoff 2"}, then: "stored 0, left 3, p 0/0+3, bucket 0/0, doubt"},
+			want:   []string{"write", "backoff 1", "write", "backoff 2"}, then: "stored 0, left 3, p 0/0+3, bucket 0/0, doubt, own"},
+		{name: "split, two losses alone in a row: the server answers, the search starts", recs: 3,
+			events: []event{plan, replied{err: errDrop, shared: true, split: true}, plan, reply(errDrop), plan, reply(errDrop), pinged(true), plan},
+			want:   []string{"write", "backoff 1", "write", "backoff 2", "write", "ping", "round", "write"},
+			then:   "stored 0, left 3, p 0/0+2, bucket 0/0, limit 2 suspect 3, doubt, own"},
 		{name: "split, then alone the drops count", recs: 3,
 			events: []event{plan, replied{err: errDrop, shared: true, split: true}, plan},
 			want:   []string{"write", "backoff 1", "write"}, then: "stored 0, left 3, p 0/0+3, bucket 0/0, doubt, own"},

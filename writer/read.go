@@ -3,7 +3,6 @@ package writer
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,19 +23,15 @@ import (
 // hold an op element with the chunk's tag. It returns the indexes (in the
 // chunk) of the records found; nil without Idempotent.
 func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, error) {
-	stored, _, _, err := b.stored(ctx, chunkID, groups)
+	stored, _, err := b.stored(ctx, chunkID, groups)
 	return stored, err
 }
 
-// foundRun is a run of a chunk's entries the lookup found: at position at
-// of bucket seq, its first record g.Records[first].
-type foundRun struct{ seq, at, first int }
-
 // stored is Stored, also returning where it found the records: by groupKey,
-// the positions of the runs it claimed, and the runs.
-func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, map[string]claims, map[string][]foundRun, error) {
+// the positions of the runs it claimed.
+func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, map[string]claims, error) {
 	if !b.cfg.Idempotent || len(groups) == 0 {
-		return nil, nil, nil, nil
+		return nil, nil, nil
 	}
 	tag := ChunkTag(chunkID)
 	byColl := map[string][]*bucketer.Group{}
@@ -48,7 +43,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 		}
 		byColl[c] = append(byColl[c], g)
 	}
-	stored, where, found := map[int]bool{}, map[string]claims{}, map[string][]foundRun{}
+	stored, where := map[int]bool{}, map[string]claims{}
 	for _, coll := range colls {
 		gs := byColl[coll]
 		var docs []bson.Raw
@@ -57,7 +52,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 			return err
 		})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
+			return nil, nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
 		}
 		byID := make(map[string]*bucketer.Group, len(gs))
 		for _, g := range gs {
@@ -90,13 +85,12 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 					if where[k] == nil {
 						where[k] = claims{}
 					}
-					where[k].take(seq, r.at)
-					found[k] = append(found[k], foundRun{seq: seq, at: r.at, first: slices.Min(idx)})
+					where[k].take(seq, r.at, len(r.entries))
 				}
 			}
 		}
 	}
-	return stored, where, found, nil
+	return stored, where, nil
 }
 
 // storedFilter selects the buckets of gs (by key, and start when windowed)
@@ -139,9 +133,10 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 
 var (
 	fillProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, 1).AppendInt32(model.Count, 1).
-			AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).Build())
+			AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).AppendInt32(model.Sealed, 1).Build())
 	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, 1).AppendInt32(model.Count, 1).
-				AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).AppendInt32(model.Logs, 1).Build())
+				AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).AppendInt32(model.Sealed, 1).
+				AppendInt32(model.Logs, 1).Build())
 	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Ops, 1).AppendInt32(model.Logs, 1).Build())
 	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, -1).Build())
 )
@@ -195,8 +190,12 @@ func numberOf(v bson.RawValue) int64 {
 // outcome was unknown) was applied: read compares the entries and says how
 // many of w.recs, in order, it stored. A read of the group's newest bucket
 // looks at p's own bucket first: the write may have applied there with its
-// reply lost, and the newest bucket may be a later one (another lane's,
-// or another writer's).
+// reply lost, and the newest bucket may be a later one (another writer's).
+// A bucket holding a write of this chunk at any other position no write
+// of this attempt took, nor the lookup found, holds an earlier attempt's
+// write that applied after the lookup (foreign): only at the next bucket
+// of the group can one still apply then, and the group is fenced and
+// looked at again.
 func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead, error) {
 	g, p := w.g, w.p
 	id := bucketer.BucketID(g.ID, p.seq)
@@ -205,21 +204,11 @@ func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead
 		q.Projection = entriesProjection
 	}
 	doc, err := b.findOne(ctx, g, idFilter(id), q)
-	if err == nil && a.newest && !b.mayHold(doc, w) {
-		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
-	}
 	if err != nil {
 		return bucketRead{}, fmt.Errorf("reading bucket %s: %w", id, err)
 	}
-	if doc == nil {
-		return bucketRead{}, nil
-	}
-	r := bucketRead{found: true, seq: p.seq, values: heldValues(doc)}
-	if s, ok := doc.Lookup(model.Seq).AsInt64OK(); ok {
-		r.seq = int(s)
-	}
-	r.count, r.bytes = fill(doc)
-	if r.seq == p.seq && b.mayHold(doc, w) {
+	r := bucketRead{seq: p.seq}
+	if b.mayHold(doc, w) {
 		if _, ok := doc.Lookup(model.Logs).ArrayOK(); !ok {
 			if doc, err = b.findOne(ctx, g, idFilter(id), Query{Projection: entriesProjection}); err != nil || doc == nil {
 				r.gone, r.err = true, err
@@ -228,14 +217,57 @@ func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead
 		}
 		r.applied = appliedAt(doc, p.count, w.tag, w.recs, func(at int) bool { return w.claims.taken(p.seq, at) })
 	}
+	r.foreign = b.foreign(doc, w, p.seq, r.applied > 0)
+	if a.newest && r.applied == 0 && !r.foreign {
+		doc, err = b.findOne(ctx, g, b.groupFilter(g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1})
+		if err != nil {
+			return bucketRead{}, fmt.Errorf("reading the newest bucket of %s: %w", g.ID, err)
+		}
+		if s, ok := doc.Lookup(model.Seq).AsInt64OK(); ok {
+			r.seq = int(s)
+		}
+		r.foreign = b.foreign(doc, w, r.seq, false)
+	}
+	if doc == nil {
+		return bucketRead{foreign: r.foreign}, nil
+	}
+	r.found, r.values = true, heldValues(doc)
+	r.sealed, _ = doc.Lookup(model.Sealed).BooleanOK()
+	r.count, r.bytes = fill(doc)
 	return r, nil
 }
 
 // mayHold reports whether bucket doc may hold the write of w.p: a write of
-// w's chunk begins at p.count, and no other lane of the group took that
-// position, nor did an earlier attempt (found by stored).
+// w's chunk begins at p.count, and no write of this attempt took that
+// position, nor did an earlier attempt's the lookup found.
 func (b *Buckets) mayHold(doc bson.Raw, w *groupWrite) bool {
 	return doc != nil && b.cfg.Idempotent && !w.claims.taken(w.p.seq, w.p.count) && tagAt(doc, w.p.count, w.tag)
+}
+
+// foreign reports whether bucket doc (sequence seq) holds a write of w's
+// chunk at a position that is not accounted for: not taken by a write of
+// this attempt, not found by the lookup, and, with own, not the position of
+// w's own write in doubt (found there, its entries compared).
+func (b *Buckets) foreign(doc bson.Raw, w *groupWrite, seq int, own bool) bool {
+	if doc == nil || !b.cfg.Idempotent {
+		return false
+	}
+	pos := 0
+	ops, _ := doc.Lookup(model.Ops).ArrayOK()
+	vals, _ := ops.Values()
+	for _, v := range vals {
+		i, ok := v.Int32OK()
+		if !ok {
+			continue
+		}
+		t, n := opParts(i)
+		mine := own && seq == w.p.seq && pos == w.p.count
+		if t == w.tag && !mine && !w.claims.taken(seq, pos) {
+			return true
+		}
+		pos += n
+	}
+	return false
 }
 
 // findOne returns the first document of g's collection matching filter, or

@@ -7,8 +7,11 @@ import (
 	"slices"
 	"sync"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // The executor of the bucket protocol (protocol.go): it sends each round's
@@ -70,38 +73,13 @@ func (b *Buckets) settleAll(ctx context.Context, cmds [][]*groupWrite, errs [][]
 }
 
 // plan returns the writes of ws not done, and of them those that write
-// this round, their statements built. Of the lanes of a group (see lanes),
-// only those in doubt write while any is; and one bucket takes one write a
-// round.
+// this round, their statements built.
 func (b *Buckets) plan(ws []*groupWrite) (active, round []*groupWrite) {
-	doubt := map[*lanes]bool{}
 	for _, w := range ws {
-		if w.lanes != nil && w.inDoubt() {
-			doubt[w.lanes] = true
-		}
-	}
-	type bucket struct {
-		l   *lanes
-		seq int
-	}
-	busy := map[bucket]bool{}
-	for _, w := range ws {
-		if w.lanes != nil && doubt[w.lanes] && !w.inDoubt() && w.phase != finished {
-			active = append(active, w) // waits for the lane in doubt
-			continue
-		}
 		if w.onPlan().kind != actWrite {
 			continue
 		}
 		active = append(active, w)
-		if w.lanes != nil {
-			k := bucket{w.lanes, w.p.seq}
-			if busy[k] {
-				w.hold()
-				continue
-			}
-			busy[k] = true
-		}
 		w.encode()
 		round = append(round, w)
 	}
@@ -151,6 +129,8 @@ func (b *Buckets) settle(ctx context.Context, w *groupWrite, r replied) (backoff
 				return 0, err
 			}
 			a = w.onRead(rd)
+		case actFence:
+			a = w.onFenced(b.refence(ctx, w, a.bucket))
 		case actBackoff:
 			return a.attempt, nil
 		case actFail:
@@ -186,21 +166,48 @@ func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
 	return cmds
 }
 
+// refence fences the earlier writes of w's group, then looks for what
+// they stored: it seals every open bucket of the group; with bucket (a
+// record in doubt is to be parked, not written again) it also inserts the
+// group's next bucket sealed, the one place a write sent before could
+// still insert, which the plugin's own next write would otherwise take.
+func (b *Buckets) refence(ctx context.Context, w *groupWrite, bucket bool) fenced {
+	coll := b.collection(w.g)
+	err := b.seal(ctx, coll, []*bucketer.Group{w.g})
+	if err == nil && bucket {
+		var newest bson.Raw
+		if newest, err = b.findOne(ctx, w.g, b.groupFilter(w.g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1}); err == nil {
+			next := 0
+			if s, ok := newest.Lookup(model.Seq).AsInt64OK(); ok && newest != nil {
+				next = int(s) + 1
+			}
+			up := []Upsert{b.placeholder(w.g, next)}
+			err = b.retry.Do(ctx, func() error { return b.store.Upserts(ctx, coll, up)[0] })
+		}
+	}
+	if err != nil {
+		return fenced{err: fmt.Errorf("fencing the earlier writes of group %s: %w", w.g.ID, err)}
+	}
+	stored, where, err := b.stored(ctx, w.chunkID, []*bucketer.Group{w.g})
+	return fenced{stored: stored, where: where[b.groupKey(w.g)], err: err}
+}
+
 // groupWrite is the writing of one group's records: its protocol, and the
 // statement of the write it planned.
 type groupWrite struct {
 	groupProto
-	b    *Buckets
-	g    *bucketer.Group
-	tag  uint32
-	stmt Upsert
-	buf  *[]byte           // holds stmt.Update
-	adds int               // the bytes the write adds
-	vals []bucketer.Values // the keep_values values it adds
+	b       *Buckets
+	g       *bucketer.Group
+	chunkID string
+	tag     uint32
+	stmt    Upsert
+	buf     *[]byte           // holds stmt.Update
+	adds    int               // the bytes the write adds
+	vals    []bucketer.Values // the keep_values values it adds
 }
 
 func (b *Buckets) newGroupWrite(chunkID string, j Job, st *groupState) *groupWrite {
-	return &groupWrite{groupProto: newGroupProto(st, b.sizing(j.Group), j), b: b, g: j.Group, tag: ChunkTag(chunkID)}
+	return &groupWrite{groupProto: newGroupProto(st, b.sizing(j.Group), j), b: b, g: j.Group, chunkID: chunkID, tag: ChunkTag(chunkID)}
 }
 
 // sizing is what decides how many of g's records one write takes.

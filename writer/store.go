@@ -31,6 +31,9 @@ type Store interface {
 	// not a merge of fields). Its errors are InsertMany's: a
 	// mongo.BulkWriteException names the statements that failed.
 	Replace(ctx context.Context, coll string, docs []bson.Raw) error
+	// UpdateMany applies update to every document filter matches,
+	// inserting none.
+	UpdateMany(ctx context.Context, coll string, filter, update bson.Raw) error
 	// Ping asks the server for an answer on a connection of the pool, so
 	// that a write the server keeps dropping the connection on can be told
 	// from a server that is gone.
@@ -145,6 +148,11 @@ func (s MongoStore) Replace(ctx context.Context, coll string, docs []bson.Raw) e
 		models[i] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d).SetUpsert(true)
 	}
 	_, err := s.collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	return err
+}
+
+func (s MongoStore) UpdateMany(ctx context.Context, coll string, filter, update bson.Raw) error {
+	_, err := s.collection(coll).UpdateMany(ctx, filter, update)
 	return err
 }
 

@@ -27,6 +27,7 @@ import (
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -51,9 +52,12 @@ const (
 	Drop
 	// Delete is a deleteMany by filter.
 	Delete
+	// UpdateMany is an updateMany (Store.UpdateMany): Ups[0] holds its
+	// filter and update; it inserts nothing.
+	UpdateMany
 )
 
-var kindNames = [...]string{"upserts", "find", "insertMany", "replace", "ping", "drop", "delete"}
+var kindNames = [...]string{"upserts", "find", "insertMany", "replace", "ping", "drop", "delete", "updateMany"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {
@@ -141,6 +145,9 @@ func (s *Server) Apply(op Op) Reply {
 		return Reply{}
 	case Delete:
 		return Reply{N: s.delete(op.Coll, op.Filter)}
+	case UpdateMany:
+		n, err := s.updateMany(op.Coll, op.Ups[0])
+		return Reply{N: n, Err: err}
 	}
 	panic(notModelled("op kind %d", op.Kind))
 }
@@ -451,6 +458,30 @@ func (s *Server) find(coll string, filter bson.Raw, q writer.Query) []bson.Raw {
 
 // delete deletes the documents of coll matching filter and returns how
 // many.
+// updateMany applies u's update to every document its filter matches, in
+// _id order, and stops at the first that fails (MongoDB's updateMany is
+// not atomic either). It returns how many it changed.
+func (s *Server) updateMany(coll string, u writer.Upsert) (int, error) {
+	c := s.coll(coll, true)
+	tree, f := parseUpdate(bsoncore.Document(u.Update))
+	if f != nil {
+		return 0, mongo.WriteException{WriteErrors: mongo.WriteErrors{writeError(0, f)}}
+	}
+	n := 0
+	for _, i := range c.matching(bsoncore.Document(u.Filter)) {
+		old := c.docs[i]
+		els, f := tree.apply(elemsOf(old.doc), "", applyCtx{id: old.id})
+		if f != nil {
+			return n, mongo.WriteException{WriteErrors: mongo.WriteErrors{writeError(0, f)}}
+		}
+		if doc := encodeElems(nil, els, false); !bytes.Equal(doc, old.doc) {
+			c.docs[i].doc = doc
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (s *Server) delete(coll string, filter bson.Raw) int {
 	c := s.colls[coll]
 	idx := c.matching(bsoncore.Document(filter))
@@ -493,6 +524,13 @@ func (d Direct) Replace(ctx context.Context, coll string, docs []bson.Raw) error
 		return err
 	}
 	return d.Apply(Op{Kind: Replace, Coll: coll, Docs: docs}).Err
+}
+
+func (d Direct) UpdateMany(ctx context.Context, coll string, filter, update bson.Raw) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.Apply(Op{Kind: UpdateMany, Coll: coll, Ups: []writer.Upsert{{Filter: filter, Update: update}}}).Err
 }
 
 func (d Direct) Ping(ctx context.Context) error {

@@ -302,6 +302,8 @@ func TestIDKeyTemplatedTargets(t *testing.T) {
 // A record the server chokes on, among records that carry an event id,
 // is parked with the reason and the others stored once, whether they are
 // inserted (keep) or replaced by _id (replace), each under its event id.
+// With keep, a record parked leaves a stand-in under its event id
+// ({_id, sealed: true}): its insert may still be in the network.
 func TestIDKeyRecordServerChokesOn(t *testing.T) {
 	t.Parallel() // waits on lost connections, not the CPU
 	for _, action := range []string{"keep", "replace"} {
@@ -325,11 +327,19 @@ func TestIDKeyRecordServerChokesOn(t *testing.T) {
 			e.mustFlush("a", "app", chunk)
 			e.exit("a")
 			e.checkStoredOrParked(ids, chokeValues)
+			standIns := 0
 			for _, d := range e.all("logs") {
+				if sealed, _ := d.Lookup("sealed").BooleanOK(); sealed {
+					standIns++
+					continue
+				}
 				id, _ := d.Lookup("id").StringValueOK()
 				if eid, _ := d.Lookup("_id").StringValueOK(); eid != "E"+id {
 					t.Errorf("record %s stored with _id %v, want its event id E%s", id, d.Lookup("_id"), id)
 				}
+			}
+			if want := map[string]int{"keep": len(chokeValues), "replace": 0}[action]; standIns != want {
+				t.Errorf("%d stand-ins, want %d (one per record parked, with keep)", standIns, want)
 			}
 		})
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
 // checkValues checks that each bucket keeps the distinct values of field
@@ -78,8 +80,10 @@ func TestKeepValuesAndIndexes(t *testing.T) {
 		t.Errorf("lookup by trace id %v: %v %v", trace, hit["_id"], err)
 	}
 
-	// 60 trace ids, then after a restart 60 more into the same bucket: the
-	// new agent reads the values the bucket holds and keeps 100 in all.
+	// 60 trace ids from one agent, 60 from a second, which seals the
+	// first's bucket (it may have writes in the network) and opens the
+	// next, then 60 more from the first: its bucket sealed, it finds the
+	// second's, reads the values it holds and keeps 100 in all there.
 	e2 := newDBEnv(t)
 	at := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 	batch := func(from int) []byte {
@@ -89,16 +93,21 @@ func TestKeepValuesAndIndexes(t *testing.T) {
 		}
 		return join(recs)
 	}
-	for i := range 2 {
-		in, _, log := monitored(t, e2, "bucket_key", "module", "keep_values", "traceId")
-		mustDone(t, in.Flush("app.log", batch(60*i)), log)
-		in.Exit()
-	}
+	in1, _, log1 := monitored(t, e2, "bucket_key", "module", "keep_values", "traceId")
+	in2, _, log2 := monitored(t, e2, "bucket_key", "module", "keep_values", "traceId")
+	mustDone(t, in1.Flush("app.log", batch(0)), log1)
+	mustDone(t, in2.Flush("app.log", batch(60)), log2)
+	mustDone(t, in1.Flush("app.log", batch(120)), log1)
+	in1.Exit()
+	in2.Exit()
 	docs = e2.all("logs")
-	if len(docs) != 1 {
-		t.Fatalf("%d buckets, want 1", len(docs))
+	if len(docs) != 2 {
+		t.Fatalf("%d buckets, want 2", len(docs))
+	}
+	if n := len(mustValues(t, docs[1].Lookup("values", "traceId"))); n != writer.MaxValues {
+		t.Errorf("the shared bucket keeps %d trace ids, want %d", n, writer.MaxValues)
 	}
 	if checkValues(t, docs, "traceId") != 1 {
-		t.Errorf("120 trace ids over a restart: the bucket is not marked truncated")
+		t.Errorf("160 trace ids for the shared bucket: it is not marked truncated")
 	}
 }

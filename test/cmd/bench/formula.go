@@ -10,12 +10,15 @@ import (
 
 // The commands a bucket-mode chunk costs when nothing misses: the lookup of
 // what earlier attempts of the chunk stored (with idempotent on, the
-// default), then ceil(S / write_batch) update commands, where S is the
-// number of update statements: one per bucket the chunk's records touch
-// (each group's current bucket topped up, and every new bucket). A group
-// the writer has never seen, in a collection that holds buckets of it
-// already, may cost one read more: its first write misses and the writer
-// reads the group's newest bucket. Into a fresh collection nothing misses.
+// default), then the update commands of its rounds. There are S update
+// statements: one per bucket the chunk's records touch (each group's
+// current bucket topped up, and every new bucket); round r writes the r-th
+// of each group's, so it costs ceil(G_r / write_batch) commands, G_r the
+// groups whose records touch r buckets or more. A group the writer has
+// never seen, in a collection that holds buckets of it already, costs
+// more: its first write misses, the writer reads the group's newest
+// bucket, seals its open buckets and looks again. Into a fresh collection
+// nothing misses.
 
 // planner computes S chunk by chunk, grouping records as the sink does and
 // filling buckets as the writer does, with the state the writer keeps
@@ -27,6 +30,7 @@ type planner struct {
 	maxBytes   int
 	idempotent bool
 	open       map[string]*openBucket // by group id
+	rounds     []int                  // of the last chunk planned: G_r by round r
 }
 
 // openBucket is a group's bucket being filled.
@@ -64,7 +68,9 @@ func (p *planner) statements(tag string, chunk []byte) (s, groups int) {
 	var batch parser.Batch
 	p.dec.Decode(chunk, nil, &batch)
 	gs := p.grouper.Group(tag, batch.Records)
+	p.rounds = p.rounds[:0]
 	for _, g := range gs {
+		r := 0
 		b := p.open[g.ID]
 		if b == nil {
 			b = &openBucket{}
@@ -83,6 +89,11 @@ func (p *planner) statements(tag string, chunk []byte) (s, groups int) {
 				continue
 			}
 			s++
+			if r == len(p.rounds) {
+				p.rounds = append(p.rounds, 0)
+			}
+			p.rounds[r]++
+			r++
 			b.count += k
 			b.bytes += p.grouper.Summarize(recs[:k]).Bytes
 			if p.idempotent {
@@ -94,10 +105,13 @@ func (p *planner) statements(tag string, chunk []byte) (s, groups int) {
 	return s, len(gs)
 }
 
-// formula is the commands a chunk of s statements costs when nothing
-// misses.
+// formula is the commands the chunk last planned (of s statements) costs
+// when nothing misses.
 func (p *planner) formula(s, batch int) int {
-	n := (s + batch - 1) / batch
+	n := 0
+	for _, g := range p.rounds {
+		n += (g + batch - 1) / batch
+	}
 	if p.idempotent {
 		n++
 	}

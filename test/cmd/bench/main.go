@@ -157,12 +157,13 @@ func (nullStore) Upserts(_ context.Context, _ string, ups []writer.Upsert) []err
 func (nullStore) Find(context.Context, string, bson.Raw, writer.Query) ([]bson.Raw, error) {
 	return nil, nil
 }
-func (nullStore) InsertMany(context.Context, string, []bson.Raw) error { return nil }
-func (nullStore) Replace(context.Context, string, []bson.Raw) error    { return nil }
-func (nullStore) Ping(context.Context) error                           { return nil }
+func (nullStore) InsertMany(context.Context, string, []bson.Raw) error         { return nil }
+func (nullStore) Replace(context.Context, string, []bson.Raw) error            { return nil }
+func (nullStore) Ping(context.Context) error                                   { return nil }
+func (nullStore) UpdateMany(context.Context, string, bson.Raw, bson.Raw) error { return nil }
 
 // countingStore is a nullStore that counts the commands a flush sends: one
-// per Find, Upserts, InsertMany or Replace call.
+// per Find, Upserts, InsertMany, Replace or UpdateMany call.
 type countingStore struct {
 	nullStore
 	mu                   sync.Mutex // the writer sends a round's commands at once
@@ -185,6 +186,13 @@ func (c *countingStore) Find(context.Context, string, bson.Raw, writer.Query) ([
 }
 
 func (c *countingStore) InsertMany(context.Context, string, []bson.Raw) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.commands++
+	return nil
+}
+
+func (c *countingStore) UpdateMany(context.Context, string, bson.Raw, bson.Raw) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.commands++
