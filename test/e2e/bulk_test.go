@@ -127,9 +127,12 @@ func TestBulkTraceGroupingCommands(t *testing.T) {
 		t.Fatalf("flush: %v\n%s", st, log)
 	}
 	sent := cmds.since(from)
-	limit := (traces+batch-1)/batch + 1
+	// The look-ups of what earlier attempts stored and parked (a content
+	// the process does not know may be an earlier process's resend), and
+	// the updates.
+	limit := (traces+batch-1)/batch + 2
 	if len(sent) > limit {
-		t.Errorf("%d commands for the chunk, want at most ceil(%d/%d)+1 = %d", len(sent), traces, batch, limit)
+		t.Errorf("%d commands for the chunk, want at most ceil(%d/%d)+2 = %d", len(sent), traces, batch, limit)
 	}
 	updates := named(sent, "update")
 	statementsSent := 0
@@ -436,8 +439,9 @@ func TestBulkOneRoundPerBucket(t *testing.T) {
 			if c.wantStmts > 0 && stmts != c.wantStmts {
 				t.Errorf("%d statements, want %d (one per bucket the chunk fills)", stmts, c.wantStmts)
 			}
-			if limit := rounds * ((len(perGroup) + batch - 1) / batch); len(updates) > limit || len(finds) > 1 {
-				t.Errorf("%d lookups and %d update commands, want 1 and at most %d rounds of ceil(%d groups/%d) = %d", len(finds), len(updates), rounds, len(perGroup), batch, limit)
+			// The look-ups of what earlier attempts stored and parked.
+			if limit := rounds * ((len(perGroup) + batch - 1) / batch); len(updates) > limit || len(finds) > 2 {
+				t.Errorf("%d lookups and %d update commands, want 2 and at most %d rounds of ceil(%d groups/%d) = %d", len(finds), len(updates), rounds, len(perGroup), batch, limit)
 			}
 			t.Logf("%d commands (%d finds, %d updates, %d statements) for the chunk", len(sent), len(finds), len(updates), stmts)
 			docs := e.all("logs")

@@ -51,6 +51,9 @@ func (e *env) storedBy(coll, field string) (count map[string]int, seqs map[strin
 	count, seqs = map[string]int{}, map[string]int{}
 	for _, d := range e.all(coll) {
 		logs, ok := d.Lookup("logs").ArrayOK()
+		if sealed, _ := d.Lookup("sealed").BooleanOK(); sealed && !ok {
+			continue // a stand-in (flat) or an empty sealed bucket: no record
+		}
 		if !ok { // flat
 			v, _ := d.Lookup(field).StringValueOK()
 			count[v]++

@@ -8,9 +8,10 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
-// The commands a bucket-mode chunk costs when nothing misses: the lookup of
-// what earlier attempts of the chunk stored (with idempotent on, the
-// default), then the update commands of its rounds. There are S update
+// The commands a bucket-mode chunk costs when nothing misses: the look-ups
+// of what earlier attempts of the chunk stored and parked (with idempotent
+// on, the default: a chunk new to the process may be an earlier process's
+// resend), then the update commands of its rounds. There are S update
 // statements: one per bucket the chunk's records touch (each group's
 // current bucket topped up, and every new bucket); round r writes the r-th
 // of each group's, so it costs ceil(G_r / write_batch) commands, G_r the
@@ -113,7 +114,7 @@ func (p *planner) formula(s, batch int) int {
 		n += (g + batch - 1) / batch
 	}
 	if p.idempotent {
-		n++
+		n += 2
 	}
 	return n
 }

@@ -69,7 +69,7 @@ func viaLatency(uri string, delay time.Duration, batch int) ([]string, error) {
 		return nil, nil
 	}
 	fmt.Printf("\nThrough a proxy that delays every server reply by %v, each fixture in chunks, in order, into a fresh\n", delay)
-	fmt.Printf("collection (write_batch %d, max_inflight 4); bucket mode's formula = 1 (the lookup) + the sum over rounds r of\n", batch)
+	fmt.Printf("collection (write_batch %d, max_inflight 4); bucket mode's formula = 2 (the look-ups) + the sum over rounds r of\n", batch)
 	fmt.Println("ceil(G_r/write_batch), G_r the groups filling r buckets or more, S the update statements the chunk's buckets need,")
 	fmt.Println("computed from its records; the check covers chunks after the first:")
 	fmt.Printf("%-16s %-7s %14s %10s %9s %15s   %s\n", "fixture", "mode", "records/chunk", "records/s", "ms/chunk", "commands/chunk", "per chunk: commands (formula, S)")
