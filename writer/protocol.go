@@ -13,20 +13,21 @@ import (
 // decided from its state and the outcome of the last thing it did. Nothing
 // here sends a command, reads a clock or waits: the executor (rounds)
 // carries out each action and feeds its outcome back, through next or the
-// typed entry of its event (onPlan, onReply, onPing, onProbe, onRead: the
-// same transitions without an allocation per statement), and puts a write
-// just planned off to the next round with hold (another write of the round
-// is on its bucket). Those are the only ways a group write's state changes;
-// the executor reads it (p, inDoubt, ownCommand) to build statements.
+// typed entry of its event (onPlan, onReply, onPing, onProbe, onRead,
+// onFenced: the same transitions without an allocation per statement).
+// Those are the only ways a group write's state changes; the executor reads
+// it (p, ownCommand) to build statements.
 //
 // A group write plans a write (write: send the statement of p), sends it
 // with the round's other statements, and takes its reply: the records are
-// stored (plan the next write), the write missed the bucket (read it), the
-// reply is lost or not shown (repeat, alone), the connection dropped on the
-// write alone (ping, or for one record send the control; see Dropped), the
+// stored (plan the next write), the write missed the bucket (read it; a
+// bucket holding the chunk's entries nothing accounts for, or a group this
+// process has not fenced, is fenced and looked at again), the reply is
+// lost or not shown (repeat, alone), the connection dropped on the write
+// alone (ping, or for one record send the control; see Dropped), the
 // server is busy (back off), or the content is refused (split the write in
-// halves, or park the record). It ends when every record is stored or
-// parked (done).
+// halves, or park the record, fenced first when a write of it was in
+// doubt). It ends when every record is stored or parked (done).
 
 // actKind is what a group write asks the executor to do.
 type actKind uint8
