@@ -48,9 +48,7 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 			return len(stored) > 0, err
 		}
 	}
-	lo, hi := id+":", id+";" // dead-letter ids are id:key
-	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument(model.ID, bsoncore.NewDocumentBuilder().
-		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
+	filter := deadLettersOf(id)
 	for _, dl := range s.deadLetters(f) {
 		var docs []bson.Raw
 		err := s.retry.Do(ctx, func() (err error) {
@@ -68,9 +66,7 @@ func (s *Sink) holds(ctx context.Context, content string, gen int, tag string, b
 // parked, in the dead letters: they are parked again (an insert that finds
 // them counts them), never written, whatever this process remembers.
 func (s *Sink) parkedBefore(ctx context.Context, f *flush) error {
-	lo, hi := f.id+":", f.id+";" // dead-letter ids are id:key
-	filter := bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument(model.ID, bsoncore.NewDocumentBuilder().
-		AppendString("$gte", lo).AppendString("$lt", hi).Build()).Build())
+	filter := deadLettersOf(f.id)
 	proj := bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.ID, 1).AppendInt32(model.Reason, 1).Build())
 	var known map[int]string
 	for _, dl := range s.deadLetters(f) {
@@ -84,7 +80,7 @@ func (s *Sink) parkedBefore(ctx context.Context, f *flush) error {
 		}
 		for _, d := range docs {
 			id, _ := d.Lookup(model.ID).StringValueOK()
-			i, err := strconv.Atoi(strings.TrimPrefix(id, lo))
+			i, err := strconv.Atoi(strings.TrimPrefix(id, f.id+":"))
 			if err != nil {
 				continue // the corrupt rest: parked from the chunk's bytes each time
 			}
@@ -105,6 +101,13 @@ func (s *Sink) parkedBefore(ctx context.Context, f *flush) error {
 		f.prev = &prev
 	}
 	return nil
+}
+
+// deadLettersOf selects the dead letters of chunk id: their ids are
+// id:key.
+func deadLettersOf(id string) bson.Raw {
+	return bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument(model.ID, bsoncore.NewDocumentBuilder().
+		AppendString("$gte", id+":").AppendString("$lt", id+";").Build()).Build())
 }
 
 // deadLetters lists the dead-letter collections the records of f may be

@@ -70,9 +70,10 @@ func tagFilter(tag uint32) bsoncore.Document {
 	return bsoncore.NewDocumentBuilder().AppendArray("$in", vals.Build()).Build()
 }
 
-// tagAt reports whether bucket d holds an op element of tag whose entries
-// start at position at.
-func tagAt(d bson.Raw, at int, tag uint32) bool {
+// opElems calls f with each op element of bucket d, in order: the
+// position of its first entry, its tag and its number of entries; it stops
+// when f returns false.
+func opElems(d bson.Raw, f func(at int, tag uint32, n int) bool) {
 	pos := 0
 	ops, _ := d.Lookup(model.Ops).ArrayOK()
 	vals, _ := ops.Values()
@@ -82,14 +83,25 @@ func tagAt(d bson.Raw, at int, tag uint32) bool {
 			continue
 		}
 		t, n := opParts(i)
-		if pos == at {
-			return t == tag
+		if !f(pos, t, n) {
+			return
 		}
-		if pos += n; pos > at {
+		pos += n
+	}
+}
+
+// tagAt reports whether bucket d holds an op element of tag whose entries
+// start at position at.
+func tagAt(d bson.Raw, at int, tag uint32) bool {
+	found := false
+	opElems(d, func(pos int, t uint32, n int) bool {
+		if pos == at {
+			found = t == tag
 			return false
 		}
-	}
-	return false
+		return pos+n <= at
+	})
+	return found
 }
 
 // run is the entries one op element of a bucket pushed.

@@ -252,22 +252,13 @@ func (b *Buckets) foreign(doc bson.Raw, w *groupWrite, seq int, own bool) bool {
 	if doc == nil || !b.cfg.Idempotent {
 		return false
 	}
-	pos := 0
-	ops, _ := doc.Lookup(model.Ops).ArrayOK()
-	vals, _ := ops.Values()
-	for _, v := range vals {
-		i, ok := v.Int32OK()
-		if !ok {
-			continue
-		}
-		t, n := opParts(i)
+	found := false
+	opElems(doc, func(pos int, t uint32, _ int) bool {
 		mine := own && seq == w.p.seq && pos == w.p.count
-		if t == w.tag && !mine && !w.claims.taken(seq, pos) {
-			return true
-		}
-		pos += n
-	}
-	return false
+		found = t == w.tag && !mine && !w.claims.taken(seq, pos)
+		return !found
+	})
+	return found
 }
 
 // findOne returns the first document of g's collection matching filter, or
