@@ -34,9 +34,29 @@ const (
 	// buckets and flat documents alike.
 	ExpireAt = "expireAt"
 	// Sealed: true on a bucket no write may change any more (see
-	// writer's fencing); absent on an open one.
+	// writer's fencing); absent on an open one. A bucket put in a
+	// group's next place to fence it (an empty placeholder) holds 1
+	// until the one record it was put for is recorded as parked in it.
 	Sealed = "sealed"
+	// Parked is, in a placeholder, the record whose writes it fenced
+	// before the record was parked: {op, i, reason}, op the chunk's op
+	// element of one entry, i the record's index in the chunk.
+	Parked       = "parked"
+	ParkedOp     = "op"
+	ParkedIndex  = "i"
+	ParkedReason = "reason"
 )
+
+// IsSealed reports whether a bucket's sealed field closes it to writes:
+// it is there and not false.
+func IsSealed(d bson.Raw) bool {
+	v, err := d.LookupErr(Sealed)
+	if err != nil {
+		return false
+	}
+	b, ok := v.BooleanOK()
+	return !ok || b
+}
 
 // The fields of a dead letter, beside the tag and time fields the
 // configuration names.

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sim/server"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
@@ -68,7 +69,34 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	if p := r.firstPanic(); p != "" && r.res.Failure == nil {
 		r.res.Failure = fmt.Errorf("a flush panicked: %s", p)
 	}
+	if r.res.Failure != nil {
+		r.traceState()
+	}
 	return r.result()
+}
+
+// traceState ends the trace of a failed run with what the server holds:
+// each document's _id, state and the records it stores.
+func (r *run) traceState() {
+	for _, coll := range []string{collection, deadLetters} {
+		for _, d := range r.srv.Docs(coll) {
+			var rids []string
+			if logs, ok := d.Lookup(model.Logs).ArrayOK(); ok {
+				entries, _ := logs.Values()
+				for _, e := range entries {
+					rid, _ := ridOf(e.Document())
+					rids = append(rids, rid)
+				}
+			} else if coll == deadLetters {
+				rid, _ := parkedRid(d)
+				rids = append(rids, rid)
+			} else {
+				rid, _ := ridOf(d)
+				rids = append(rids, rid)
+			}
+			r.tracef("state %s %v sealed=%v: %s", coll, d.Lookup(model.ID), model.IsSealed(d), strings.Join(rids, " "))
+		}
+	}
 }
 
 // panicked records a panic the sink caught and logged: a bug, whatever

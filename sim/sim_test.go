@@ -95,6 +95,11 @@ var found = []struct {
 	{895, "a record parked after its write in another bucket was in doubt: stored and parked"},
 	{4393, "a record of two identical lines parked, a write of its twin held: stored and parked"},
 	{7522, "a record parked by an attempt whose memory was then lost, written again: stored and parked"},
+	{31861, "a look took a late write of one of three identical records for a parked one's: stored and parked"},
+	{45947, "an attempt failing before it read the memo forgot a park whose dead letter was on its way: stored and parked"},
+	{92576, "a park forgotten with the memo (one unfinished chunk kept), its dead letter on its way: stored and parked"},
+	{75350, "a dead letter on its way while a later attempt wrote the record again: stored and parked"},
+	{79090, "a dead letter on its way while a later attempt of an identical chunk wrote the record: stored and parked"},
 }
 
 // TestSimulateFound replays the seeds that found broken promises.

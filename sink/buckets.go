@@ -27,10 +27,10 @@ func (s *Sink) writeBuckets(ctx context.Context, f *flush, res *Result) error {
 	var jobs []writer.Job
 	var outs []writer.Outcome
 	err := errkind.Guard(func() (err error) {
-		outs, err = s.buckets.Write(ctx, f.id, groups, f.retried, func(stored map[int]bool) []writer.Job {
+		outs, err = s.buckets.Write(ctx, f.id, groups, f.retried, f.knownParked(), func(stored map[int]bool, parked map[int]string) []writer.Job {
 			f.found, f.storedBefore = len(stored) > 0, len(stored)
 			for _, g := range groups {
-				if todo := f.pending(g.Records, stored); len(todo) > 0 {
+				if todo := f.pending(g.Records, stored, parked); len(todo) > 0 {
 					k := groupKey(g)
 					jobs = append(jobs, writer.Job{Group: g, Recs: todo, Limit: f.prev.limits[k], Drops: f.prev.drops})
 				}

@@ -24,7 +24,7 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 		if err := s.prepare(ctx, coll, false); err != nil {
 			return err
 		}
-		inserts, replaces := s.sortFlat(f, f.pending(part(f.batch, parts, i), nil))
+		inserts, replaces := s.sortFlat(f, f.pending(part(f.batch, parts, i), nil, nil))
 		if err := s.putFlat(ctx, f, coll, inserts, false, res); err != nil {
 			return err
 		}

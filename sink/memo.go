@@ -1,6 +1,9 @@
 package sink
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -41,9 +44,10 @@ type memo struct {
 }
 
 // pending returns the records of recs to write, parking those an earlier
-// attempt found unstorable.
-func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Record {
-	if len(stored) == 0 && len(f.prev.known) == 0 {
+// attempt found unstorable: those it remembers, and those parked records
+// its writes' placeholders hold (parked, by index, with the reason).
+func (f *flush) pending(recs []*parser.Record, stored map[int]bool, parked map[int]string) []*parser.Record {
+	if len(stored) == 0 && len(f.prev.known) == 0 && len(parked) == 0 {
 		return recs
 	}
 	out := make([]*parser.Record, 0, len(recs))
@@ -52,8 +56,42 @@ func (f *flush) pending(recs []*parser.Record, stored map[int]bool) []*parser.Re
 		case stored[r.Index]:
 		case f.prev.known[r.Index] != "":
 			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: f.prev.known[r.Index]})
+		case parked[r.Index] != "":
+			f.parked = append(f.parked, writer.Parked{Index: r.Index, Reason: parked[r.Index]})
 		default:
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// knownParked is the records earlier attempts parked, by index.
+func (f *flush) knownParked() map[int]bool {
+	if len(f.prev.known) == 0 {
+		return nil
+	}
+	out := make(map[int]bool, len(f.prev.known))
+	for i := range f.prev.known {
+		out[i] = true
+	}
+	return out
+}
+
+// parkedSoFar is what this attempt parked and what earlier ones did that
+// it did not reach: an attempt that ends before it takes the earlier
+// parks up (a failed look) must not forget them.
+func (f *flush) parkedSoFar() []writer.Parked {
+	if len(f.prev.known) == 0 {
+		return f.parked
+	}
+	out := slices.Clone(f.parked)
+	seen := make(map[int]bool, len(out))
+	for _, p := range out {
+		seen[p.Index] = true
+	}
+	for _, i := range slices.Sorted(maps.Keys(f.prev.known)) {
+		if !seen[i] {
+			out = append(out, writer.Parked{Index: i, Reason: f.prev.known[i]})
 		}
 	}
 	return out

@@ -254,7 +254,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 	if err != nil {
 		occ.retried, occ.probing = true, probe
 		s.contents.put(content, occ)
-		s.remember(f.id, &memo{parked: f.parked, limits: f.limits, drops: f.drops, accounted: f.accounted})
+		s.remember(f.id, &memo{parked: f.parkedSoFar(), limits: f.limits, drops: f.drops, accounted: f.accounted})
 		res.Status, res.Err = Retry, err
 		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
 		return res

@@ -241,7 +241,10 @@ type Job struct {
 //   - It takes the groups' locks, then, with fence (an earlier attempt of
 //     the chunk in this process may have writes still in the network),
 //     seals every open bucket of the groups (see fence).
-//   - It then reads what earlier attempts of the chunk stored (Stored).
+//   - It then reads what earlier attempts of the chunk stored (Stored),
+//     none of the records in parked (parked by an earlier attempt), and
+//     which records an earlier attempt recorded parked in a placeholder
+//     (see refence): jobs gets both, by record index.
 //     After a fence no earlier write can apply any more but at the next
 //     bucket of a group (which a write may insert, never one that holds
 //     entries). A write that finds that bucket holding the chunk's
@@ -266,7 +269,7 @@ type Job struct {
 // the reason; content is suspected when MongoDB refuses it, or when the
 // same write keeps losing its connection while the server answers
 // otherwise.
-func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.Group, fence bool, jobs func(stored map[int]bool) []Job) ([]Outcome, error) {
+func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.Group, fence bool, parked map[int]bool, jobs func(stored map[int]bool, parked map[int]string) []Job) ([]Outcome, error) {
 	held, err := b.lock(ctx, groups)
 	defer func() {
 		for _, st := range held {
@@ -279,11 +282,11 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 	if err := b.fence(ctx, groups, held, fence); err != nil {
 		return nil, err
 	}
-	stored, where, err := b.stored(ctx, chunkID, groups)
+	l, err := b.stored(ctx, chunkID, groups, parked)
 	if err != nil {
 		return nil, err
 	}
-	js := jobs(stored)
+	js := jobs(l.stored, l.parked)
 	ws := make([]*groupWrite, len(js))
 	defer func() {
 		for _, w := range ws {
@@ -299,7 +302,8 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 			return make([]Outcome, len(js)), fmt.Errorf("writing group %s: not among the chunk's groups", j.Group.ID)
 		}
 		ws[i] = b.newGroupWrite(chunkID, j, st)
-		ws[i].claims = where[k]
+		ws[i].parked = parkedBefore(j, l.stored)
+		ws[i].claims = l.where[k]
 		if ws[i].claims == nil {
 			ws[i].claims = claims{}
 		}
@@ -312,10 +316,29 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 	return outs, err
 }
 
+// parkedBefore is the records of j's group that j leaves out but were not
+// found stored: parked by an earlier attempt.
+func parkedBefore(j Job, stored map[int]bool) map[int]bool {
+	if len(j.Recs) == len(j.Group.Records) {
+		return nil
+	}
+	todo := make(map[int]bool, len(j.Recs))
+	for _, r := range j.Recs {
+		todo[r.Index] = true
+	}
+	parked := map[int]bool{}
+	for _, r := range j.Group.Records {
+		if !todo[r.Index] && !stored[r.Index] {
+			parked[r.Index] = true
+		}
+	}
+	return parked
+}
+
 // fence, with all, seals every open bucket of the groups: an update per
 // collection and sealPart groups. A sealed bucket takes no write, so no
 // write sent before can apply to it any more (every write's guard names an
-// open bucket). The next bucket of a group is then inserted by the next
+// open bucket), nor a placeholder a record parked. The next bucket of a group is then inserted by the next
 // write, which collides with any earlier one's insert of it.
 func (b *Buckets) fence(ctx context.Context, groups []*bucketer.Group, held map[string]*groupState, all bool) error {
 	if !b.cfg.Idempotent || !all {
@@ -366,7 +389,7 @@ func (b *Buckets) seal(ctx context.Context, coll string, gs []*bucketer.Group) e
 		}
 		f.AppendArray("$or", or.Build())
 	}
-	f.AppendDocument(model.Sealed, openFilter)
+	f.AppendDocument(model.Sealed, unsealedFilter)
 	filter := bson.Raw(f.Build())
 	err := b.retry.Do(ctx, func() error { return b.store.UpdateMany(ctx, coll, filter, sealUpdate) })
 	if err != nil {
@@ -378,7 +401,10 @@ func (b *Buckets) seal(ctx context.Context, coll string, gs []*bucketer.Group) e
 var (
 	// openFilter matches an open bucket's sealed field: there is none.
 	openFilter = bsoncore.NewDocumentBuilder().AppendBoolean("$exists", false).Build()
-	sealUpdate = bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument("$set",
+	// unsealedFilter matches a bucket that is open, or a placeholder that
+	// may still record a record parked (see Buckets.refence).
+	unsealedFilter = bsoncore.NewDocumentBuilder().AppendBoolean("$ne", true).Build()
+	sealUpdate     = bson.Raw(bsoncore.NewDocumentBuilder().AppendDocument("$set",
 		bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).Build()).Build())
 )
 

@@ -61,35 +61,52 @@ func (b *Buckets) header(g *bucketer.Group) int {
 // the _id implies: a collection sharded on them (or on a hashed _id) routes
 // the upsert to one shard, as MongoDB requires of upserts.
 func (b *Buckets) filter(g *bucketer.Group, p *part) bson.Raw {
-	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, p.seq))
-	elems, _ := g.Key.Elements()
-	for _, e := range elems {
-		f.AppendValue(model.Key+"."+e.Key(), e.Value())
-	}
-	if !g.Start.IsZero() {
-		f.AppendDateTime(model.Start, g.Start.UnixMilli())
-	}
+	f := b.bucketFilter(g, p.seq)
 	f.AppendInt32(model.Count, int32(p.count))
 	return bson.Raw(f.AppendDocument(model.Sealed, openFilter).Build())
 }
 
 // placeholder is the statement sealing bucket seq of g, inserting it
-// empty and sealed when there is none.
+// empty when there is none, with sealed 1: closed to writes, open to the
+// record of one record parked (parkedIn). A bucket sealed already
+// (true) is left as it is: the statement collides on its _id.
 func (b *Buckets) placeholder(g *bucketer.Group, seq int) Upsert {
+	f := b.bucketFilter(g, seq)
+	ins := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, g.Key)
+	if !g.Start.IsZero() {
+		ins.AppendDateTime(model.Start, g.Start.UnixMilli()).AppendDateTime(model.End, g.End.UnixMilli())
+	}
+	ins.AppendInt32(model.Seq, int32(seq)).AppendInt32(model.Count, 0).AppendInt64(model.Bytes, 0)
+	update := bsoncore.NewDocumentBuilder().AppendDocument("$setOnInsert", ins.Build()).
+		AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendInt32(model.Sealed, 1).Build()).Build()
+	filter := f.AppendDocument(model.Sealed, unsealedFilter).Build()
+	return Upsert{Filter: bson.Raw(filter), Update: bson.Raw(update), Insert: true}
+}
+
+// parkedIn is the statement recording, in placeholder seq of g, that the
+// record of index i of the chunk of tag is parked for reason, and sealing
+// it for good: it applies once, and only while no fence sealed it.
+func (b *Buckets) parkedIn(g *bucketer.Group, seq int, tag uint32, i int, reason string) Upsert {
+	filter := b.bucketFilter(g, seq).AppendInt32(model.Sealed, 1).Build()
+	rec := bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, opValue(tag, 1)).
+		AppendInt32(model.ParkedIndex, int32(i)).AppendString(model.ParkedReason, reason).Build()
+	update := bsoncore.NewDocumentBuilder().AppendDocument("$set",
+		bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).AppendDocument(model.Parked, rec).Build()).Build()
+	return Upsert{Filter: bson.Raw(filter), Update: bson.Raw(update)}
+}
+
+// bucketFilter starts a filter naming bucket seq of g: its _id, key
+// fields and window start.
+func (b *Buckets) bucketFilter(g *bucketer.Group, seq int) *bsoncore.DocumentBuilder {
 	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, seq))
 	elems, _ := g.Key.Elements()
 	for _, e := range elems {
 		f.AppendValue(model.Key+"."+e.Key(), e.Value())
 	}
-	ins := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, g.Key)
 	if !g.Start.IsZero() {
 		f.AppendDateTime(model.Start, g.Start.UnixMilli())
-		ins.AppendDateTime(model.Start, g.Start.UnixMilli()).AppendDateTime(model.End, g.End.UnixMilli())
 	}
-	ins.AppendInt32(model.Seq, int32(seq)).AppendInt32(model.Count, 0).AppendInt64(model.Bytes, 0)
-	update := bsoncore.NewDocumentBuilder().AppendDocument("$setOnInsert", ins.Build()).
-		AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).Build()).Build()
-	return Upsert{Filter: bson.Raw(f.Build()), Update: bson.Raw(update), Insert: true}
+	return f
 }
 
 // update builds the update document of one write into dst.

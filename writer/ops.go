@@ -159,9 +159,14 @@ type matcher struct {
 	free map[string][]int // entry bytes -> indexes into recs not yet matched
 }
 
-func newMatcher(recs []*parser.Record) *matcher {
+// newMatcher matches entries to recs, but for those whose Index skip
+// holds.
+func newMatcher(recs []*parser.Record, skip map[int]bool) *matcher {
 	m := &matcher{free: make(map[string][]int, len(recs))}
 	for i, r := range recs {
+		if skip[r.Index] {
+			continue
+		}
 		m.free[string(r.Doc)] = append(m.free[string(r.Doc)], i)
 	}
 	return m

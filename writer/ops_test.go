@@ -117,7 +117,7 @@ func TestRuns(t *testing.T) {
 // are claimed once each.
 func TestMatcherClaims(t *testing.T) {
 	recs := records("a", "b", "b", "c")
-	m := newMatcher(recs)
+	m := newMatcher(recs, nil)
 	d := bucketOf(write{7, []string{"a", "b"}}, write{7, []string{"b", "x"}}, write{7, []string{"b"}}, write{7, []string{"b"}})
 	var claimed []int
 	for _, r := range runs(d) {
@@ -132,6 +132,21 @@ func TestMatcherClaims(t *testing.T) {
 		if claimed[i] != want[i] {
 			t.Fatalf("claimed %v, want %v", claimed, want)
 		}
+	}
+}
+
+// A record parked after its writes were fenced off has no entry: an entry
+// of its bytes is another record's, even the later one of two identical.
+func TestMatcherSkipsParked(t *testing.T) {
+	recs := records("a", "b", "b")
+	m := newMatcher(recs, map[int]bool{recs[1].Index: true})
+	d := bucketOf(write{7, []string{"b"}}, write{7, []string{"b"}})
+	var claimed []int
+	for _, r := range runs(d) {
+		claimed = append(claimed, m.claim(r)...)
+	}
+	if len(claimed) != 1 || claimed[0] != 2 {
+		t.Fatalf("claimed %v, want [2]: the first b is parked", claimed)
 	}
 }
 

@@ -153,11 +153,14 @@ type bucketRead struct {
 }
 
 // fenced is what the look after a fence found: the records of the chunk
-// stored in the group's buckets (by index in the chunk) and where; err:
-// the fence or the look failed, which ends the flush.
+// stored in the group's buckets (by index in the chunk) and where, and the
+// records recorded parked (the one in doubt among them, when the fence
+// was to park it); err: the fence or the look failed, which ends the
+// flush.
 type fenced struct {
 	stored map[int]bool
 	where  claims
+	parked map[int]string // the records recorded parked, with the reason
 	err    error
 }
 
@@ -238,6 +241,10 @@ type groupProto struct {
 	phase  phase
 	out    Outcome
 	claims claims
+	// parked holds the records of the group parked, by this write or
+	// an earlier attempt's, by index in the chunk: a look finds none of
+	// them stored (see Buckets.stored).
+	parked map[int]bool
 }
 
 func newGroupProto(st *groupState, size sizing, j Job) groupProto {
@@ -488,29 +495,24 @@ func (m *groupProto) fenced(f fenced) action {
 	for seq, spans := range f.where {
 		m.claims[seq] = append(m.claims[seq], spans...)
 	}
-	var first *parser.Record // the record in doubt, when fencing it
-	if len(m.recs) > 0 {
-		first = m.recs[0]
-	}
 	left := m.recs[:0:0]
+	stored, parked := 0, 0
 	for _, r := range m.recs {
-		if !f.stored[r.Index] {
+		switch {
+		case f.stored[r.Index]:
+			stored++
+		case f.parked[r.Index] != "":
+			m.parkRecord(r, f.parked[r.Index])
+			parked++
+		default:
 			left = append(left, r)
 		}
 	}
-	n := len(m.recs) - len(left)
-	m.recs, m.out.Stored, m.suspect, m.doubt = left, m.out.Stored+n, max(m.suspect-n, 0), false
+	m.recs, m.out.Stored, m.suspect, m.doubt = left, m.out.Stored+stored, max(m.suspect-stored-parked, 0), false
 	m.st.fenced = m.phase == fencing || m.st.fenced
-	if m.phase == fencingPoison {
-		// Every bucket up to the group's next is sealed: the state is a
-		// hint, a write into the next one moves on.
-		m.st.sealed = m.st.known && m.st.seen
-		if first != nil && !f.stored[first.Index] {
-			m.park(refusal(m.cause.Error()))
-		}
-	} else {
-		m.st.sealed = m.st.known && m.st.seen
-	}
+	// Every bucket up to the group's next is sealed: the state is a hint,
+	// a write into the next one moves on.
+	m.st.sealed = m.st.known && m.st.seen
 	m.p = nil
 	return m.round()
 }
@@ -562,10 +564,19 @@ func (m *groupProto) poison(err error) action {
 
 // park parks the first record not written with reason.
 func (m *groupProto) park(reason string) {
-	m.out.Poison = append(m.out.Poison, Parked{m.recs[0].Index, reason})
+	m.parkRecord(m.recs[0], reason)
 	m.recs = m.recs[1:]
 	m.suspect = max(m.suspect-1, 0)
 	m.p = nil
+}
+
+// parkRecord adds r to the records parked.
+func (m *groupProto) parkRecord(r *parser.Record, reason string) {
+	m.out.Poison = append(m.out.Poison, Parked{r.Index, reason})
+	if m.parked == nil {
+		m.parked = map[int]bool{}
+	}
+	m.parked[r.Index] = true
 }
 
 func (m *groupProto) round() action {

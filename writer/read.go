@@ -3,6 +3,7 @@ package writer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -20,18 +21,35 @@ import (
 // Stored finds what earlier attempts of the chunk stored in the buckets of
 // groups, wherever in the groups' buckets it is: one read per collection,
 // narrowed by the lookup index ({key, start}) to the groups' buckets that
-// hold an op element with the chunk's tag. It returns the indexes (in the
-// chunk) of the records found; nil without Idempotent.
+// hold an op element with the chunk's tag, or a record of it parked. It
+// returns the indexes (in the chunk) of the records found stored or
+// recorded parked; nil without Idempotent.
 func (b *Buckets) Stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, error) {
-	stored, _, err := b.stored(ctx, chunkID, groups)
-	return stored, err
+	l, err := b.stored(ctx, chunkID, groups, nil)
+	for i := range l.parked {
+		l.stored[i] = true
+	}
+	return l.stored, err
+}
+
+// look is what a look for a chunk's earlier writes found: the records
+// stored (by index in the chunk) and where (by groupKey, the positions of
+// the runs claimed), and the records recorded parked in a placeholder,
+// with the reason (see Buckets.refence).
+type look struct {
+	stored map[int]bool
+	where  map[string]claims
+	parked map[int]string
 }
 
 // stored is Stored, also returning where it found the records: by groupKey,
-// the positions of the runs it claimed.
-func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group) (map[int]bool, map[string]claims, error) {
+// the positions of the runs it claimed. The records of parked (by index in
+// the chunk) are not among those found: each was parked after its writes
+// were fenced off, so an entry like it belongs to another record of the
+// same bytes.
+func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer.Group, parked map[int]bool) (look, error) {
 	if !b.cfg.Idempotent || len(groups) == 0 {
-		return nil, nil, nil
+		return look{}, nil
 	}
 	tag := ChunkTag(chunkID)
 	byColl := map[string][]*bucketer.Group{}
@@ -43,7 +61,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 		}
 		byColl[c] = append(byColl[c], g)
 	}
-	stored, where := map[int]bool{}, map[string]claims{}
+	l := look{stored: map[int]bool{}, where: map[string]claims{}}
 	for _, coll := range colls {
 		gs := byColl[coll]
 		var docs []bson.Raw
@@ -52,11 +70,24 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 			return err
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
+			return look{}, fmt.Errorf("looking for earlier writes of chunk %s in %s: %w", chunkID, coll, err)
 		}
 		byID := make(map[string]*bucketer.Group, len(gs))
 		for _, g := range gs {
 			byID[g.ID] = g
+		}
+		// The records recorded parked first: none of them has an entry.
+		skip := parked
+		for _, d := range docs {
+			for i, reason := range parkedIn(d, tag) {
+				if l.parked == nil {
+					l.parked, skip = map[int]string{}, maps.Clone(parked)
+					if skip == nil {
+						skip = map[int]bool{}
+					}
+				}
+				l.parked[i], skip[i] = reason, true
+			}
 		}
 		matchers := map[*bucketer.Group]*matcher{}
 		for _, d := range docs {
@@ -69,7 +100,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 			}
 			m := matchers[g]
 			if m == nil {
-				m = newMatcher(g.Records)
+				m = newMatcher(g.Records, skip)
 				matchers[g] = m
 			}
 			for _, r := range runs(d) {
@@ -78,23 +109,39 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 				}
 				idx := m.claim(r)
 				for _, i := range idx {
-					stored[g.Records[i].Index] = true
+					l.stored[g.Records[i].Index] = true
 				}
 				if len(idx) > 0 {
 					k := b.groupKey(g)
-					if where[k] == nil {
-						where[k] = claims{}
+					if l.where[k] == nil {
+						l.where[k] = claims{}
 					}
-					where[k].take(seq, r.at, len(r.entries))
+					l.where[k].take(seq, r.at, len(r.entries))
 				}
 			}
 		}
 	}
-	return stored, where, nil
+	return l, nil
+}
+
+// parkedIn returns the record of the chunk of tag that placeholder d
+// records parked, by index, with the reason; nil when none.
+func parkedIn(d bson.Raw, tag uint32) map[int]string {
+	p, ok := d.Lookup(model.Parked).DocumentOK()
+	if !ok {
+		return nil
+	}
+	op, ok1 := p.Lookup(model.ParkedOp).Int32OK()
+	i, ok2 := p.Lookup(model.ParkedIndex).Int32OK()
+	if t, _ := opParts(op); !ok1 || !ok2 || t != tag {
+		return nil
+	}
+	reason, _ := p.Lookup(model.ParkedReason).StringValueOK()
+	return map[int]string{int(i): reason}
 }
 
 // storedFilter selects the buckets of gs (by key, and start when windowed)
-// that hold an op element with tag.
+// that hold an op element with tag, or a record parked with it.
 func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 	var starts []time.Time
 	keys := map[int64]*bsoncore.ArrayBuilder{} // by start, in ms
@@ -112,7 +159,10 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 		if !start.IsZero() {
 			c.AppendDateTime(model.Start, start.UnixMilli())
 		}
-		return c.Build()
+		return c.AppendArray("$or", bsoncore.NewArrayBuilder().
+			AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument(model.Ops, tagFilter(tag)).Build()).
+			AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument(model.Parked+"."+model.ParkedOp, tagFilter(tag)).Build()).
+			Build()).Build()
 	}
 	f := bsoncore.NewDocumentBuilder()
 	if len(starts) == 1 {
@@ -127,7 +177,6 @@ func storedFilter(gs []*bucketer.Group, tag uint32) bson.Raw {
 		}
 		f.AppendArray("$or", or.Build())
 	}
-	f.AppendDocument(model.Ops, tagFilter(tag))
 	return bson.Raw(f.Build())
 }
 
@@ -137,8 +186,10 @@ var (
 	entriesProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, 1).AppendInt32(model.Count, 1).
 				AppendInt32(model.Bytes, 1).AppendInt32(model.Ops, 1).AppendInt32(model.Values, 1).AppendInt32(model.Sealed, 1).
 				AppendInt32(model.Logs, 1).Build())
-	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Ops, 1).AppendInt32(model.Logs, 1).Build())
-	bySeqDesc      = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, -1).Build())
+	runsProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Ops, 1).AppendInt32(model.Logs, 1).
+			AppendInt32(model.Parked, 1).Build())
+	parkedProjection = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Parked, 1).Build())
+	bySeqDesc        = bson.Raw(bsoncore.NewDocumentBuilder().AppendInt32(model.Seq, -1).Build())
 )
 
 func idFilter(id string) bson.Raw {
@@ -232,7 +283,7 @@ func (b *Buckets) read(ctx context.Context, w *groupWrite, a action) (bucketRead
 		return bucketRead{foreign: r.foreign}, nil
 	}
 	r.found, r.values = true, heldValues(doc)
-	r.sealed, _ = doc.Lookup(model.Sealed).BooleanOK()
+	r.sealed = model.IsSealed(doc)
 	r.count, r.bytes = fill(doc)
 	return r, nil
 }

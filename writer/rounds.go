@@ -167,17 +167,23 @@ func (b *Buckets) commands(round []*groupWrite) [][]*groupWrite {
 }
 
 // refence fences the earlier writes of w's group, then looks for what
-// they stored: it seals every open bucket of the group; with bucket (a
-// record in doubt is to be parked, not written again) it also inserts the
-// group's next bucket sealed, the one place a write sent before could
-// still insert, which the plugin's own next write would otherwise take.
+// they stored: it seals every open bucket of the group; with bucket (the
+// record in doubt, w's first, is to be parked, not written again) it also
+// inserts the group's next bucket as a placeholder, the one place a write
+// sent before could still insert, which the plugin's own next write would
+// otherwise take. A record to park that the look does not find stored is
+// then recorded parked in the placeholder before it goes to the dead
+// letters: a later attempt, in this process or another, finds it there
+// even while the dead letter's insert is still on its way, and parks the
+// record again instead of writing it.
 func (b *Buckets) refence(ctx context.Context, w *groupWrite, bucket bool) fenced {
 	coll := b.collection(w.g)
+	next := -1
 	err := b.seal(ctx, coll, []*bucketer.Group{w.g})
 	if err == nil && bucket {
 		var newest bson.Raw
 		if newest, err = b.findOne(ctx, w.g, b.groupFilter(w.g), Query{Projection: fillProjection, Sort: bySeqDesc, Limit: 1}); err == nil {
-			next := 0
+			next = 0
 			if s, ok := newest.Lookup(model.Seq).AsInt64OK(); ok && newest != nil {
 				next = int(s) + 1
 			}
@@ -188,8 +194,49 @@ func (b *Buckets) refence(ctx context.Context, w *groupWrite, bucket bool) fence
 	if err != nil {
 		return fenced{err: fmt.Errorf("fencing the earlier writes of group %s: %w", w.g.ID, err)}
 	}
-	stored, where, err := b.stored(ctx, w.chunkID, []*bucketer.Group{w.g})
-	return fenced{stored: stored, where: where[b.groupKey(w.g)], err: err}
+	l, err := b.stored(ctx, w.chunkID, []*bucketer.Group{w.g}, w.parked)
+	if err != nil {
+		return fenced{err: err}
+	}
+	f := fenced{stored: l.stored, where: l.where[b.groupKey(w.g)], parked: l.parked}
+	if next >= 0 && len(w.recs) > 0 {
+		i := w.recs[0].Index
+		if !f.stored[i] && f.parked[i] == "" {
+			reason := refusal(w.cause.Error())
+			if err := b.recordParked(ctx, w, next, i, reason); err != nil {
+				return fenced{err: err}
+			}
+			if f.parked == nil {
+				f.parked = map[int]string{}
+			}
+			f.parked[i] = reason
+		}
+	}
+	return f
+}
+
+// recordParked records record i of w's chunk parked in placeholder seq,
+// and reads the placeholder back: a reply lost leaves the statement's
+// outcome unknown, and a fence of another attempt may have sealed the
+// placeholder first (then the record is not parked now: the flush ends
+// and the next attempt looks again).
+func (b *Buckets) recordParked(ctx context.Context, w *groupWrite, seq, i int, reason string) error {
+	up := []Upsert{b.parkedIn(w.g, seq, w.tag, i, reason)}
+	err := b.retry.Do(ctx, func() error { return b.store.Upserts(ctx, b.collection(w.g), up)[0] })
+	if ctx.Err() != nil {
+		return fmt.Errorf("recording record %d parked in bucket %s: %w", i, bucketer.BucketID(w.g.ID, seq), err)
+	}
+	d, rerr := b.findOne(ctx, w.g, idFilter(bucketer.BucketID(w.g.ID, seq)), Query{Projection: parkedProjection})
+	if rerr != nil {
+		return fmt.Errorf("reading bucket %s for record %d parked: %w", bucketer.BucketID(w.g.ID, seq), i, rerr)
+	}
+	if _, ok := parkedIn(d, w.tag)[i]; !ok {
+		if err == nil {
+			err = errors.New("not recorded")
+		}
+		return fmt.Errorf("recording record %d parked in bucket %s: another attempt fenced it first: %w", i, bucketer.BucketID(w.g.ID, seq), err)
+	}
+	return nil
 }
 
 // groupWrite is the writing of one group's records: its protocol, and the

@@ -502,7 +502,7 @@ func TestWriterOnModel(t *testing.T) {
 	cfg := writer.BucketConfig{Collection: "logs", MaxRecords: 4, MaxBytes: 1 << 20, Idempotent: true, WriteBatch: 8}
 	write := func() int {
 		b := writer.NewBuckets(store, cfg, grouper, writer.Retry{Base: time.Millisecond, Cap: time.Millisecond})
-		outs, err := b.Write(ctx, "0123456789abcdef", groups, false, func(stored map[int]bool) []writer.Job {
+		outs, err := b.Write(ctx, "0123456789abcdef", groups, false, nil, func(stored map[int]bool, _ map[int]string) []writer.Job {
 			var jobs []writer.Job
 			for _, g := range groups {
 				var todo []*parser.Record

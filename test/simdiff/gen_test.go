@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -74,8 +75,12 @@ func generate(seed uint64, n int) []server.Op {
 	}
 	for len(g.ops) < n {
 		switch r := g.rng.IntN(100); {
-		case r < 40:
+		case r < 30:
 			g.upserts()
+		case r < 37:
+			g.fence()
+		case r < 40:
+			g.seal()
 		case r < 45 && len(g.ops) > 0:
 			g.repeat()
 		case r < 70:
@@ -171,6 +176,70 @@ func (g *gen) upserts() {
 	}
 }
 
+// seal is the fence of some groups' buckets (writer's Buckets.seal): an
+// updateMany sealing every bucket not sealed for good.
+func (g *gen) seal() {
+	grp := g.pickGroup()
+	f := g.bucketsOf(grp)
+	f.AppendDocument(model.Sealed, bsoncore.NewDocumentBuilder().AppendBoolean("$ne", true).Build())
+	u := bsoncore.NewDocumentBuilder().AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).Build()).Build()
+	g.emit(server.Op{Kind: server.UpdateMany, Coll: grp.coll, Ups: []writer.Upsert{{Filter: bson.Raw(f.Build()), Update: bson.Raw(u)}}})
+}
+
+// bucketsOf starts the filter of grp's buckets: its key, and start.
+func (g *gen) bucketsOf(grp group) *bsoncore.DocumentBuilder {
+	f := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, grp.key)
+	if !grp.start.IsZero() {
+		f.AppendDateTime(model.Start, grp.start.UnixMilli())
+	}
+	return f
+}
+
+// fence sends a placeholder (writer's Buckets.placeholder) into a group's
+// next bucket, or its newest, or records a record parked in a bucket
+// (writer's Buckets.parkedIn), as refence does.
+func (g *gen) fence() {
+	grp := g.pickGroup()
+	seq, _ := g.bucketState(grp)
+	placeholder := g.rng.IntN(3) > 0
+	if placeholder && g.rng.IntN(3) > 0 || !placeholder && g.rng.IntN(4) == 0 {
+		seq++ // the next bucket, or a newest placeholder's
+	}
+	seq = max(seq, 0)
+	named := func() *bsoncore.DocumentBuilder {
+		f := bsoncore.NewDocumentBuilder().AppendString(model.ID, grp.id+"-"+strconv.Itoa(seq))
+		elems, _ := grp.key.Elements()
+		for _, e := range elems {
+			f.AppendValue(model.Key+"."+e.Key(), e.Value())
+		}
+		if !grp.start.IsZero() {
+			f.AppendDateTime(model.Start, grp.start.UnixMilli())
+		}
+		return f
+	}
+	if placeholder {
+		ins := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, grp.key)
+		if !grp.start.IsZero() {
+			ins.AppendDateTime(model.Start, grp.start.UnixMilli()).AppendDateTime(model.End, grp.start.Add(time.Minute).UnixMilli())
+		}
+		ins.AppendInt32(model.Seq, int32(seq)).AppendInt32(model.Count, 0).AppendInt64(model.Bytes, 0)
+		u := bsoncore.NewDocumentBuilder().AppendDocument("$setOnInsert", ins.Build()).
+			AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendInt32(model.Sealed, 1).Build()).Build()
+		f := named().AppendDocument(model.Sealed, bsoncore.NewDocumentBuilder().AppendBoolean("$ne", true).Build())
+		g.emit(server.Op{Kind: server.Upserts, Coll: grp.coll, Ups: []writer.Upsert{{Filter: bson.Raw(f.Build()), Update: bson.Raw(u), Insert: true}}})
+		if g.rng.IntN(3) == 0 {
+			return
+		}
+	}
+	tag := g.tags[g.rng.IntN(len(g.tags))]
+	rec := bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, int32(tag<<4|1)).
+		AppendInt32(model.ParkedIndex, int32(g.rng.IntN(20))).AppendString(model.ParkedReason, "refused by MongoDB: dropped").Build()
+	u := bsoncore.NewDocumentBuilder().AppendDocument("$set",
+		bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).AppendDocument(model.Parked, rec).Build()).Build()
+	f := named().AppendInt32(model.Sealed, 1)
+	g.emit(server.Op{Kind: server.Upserts, Coll: grp.coll, Ups: []writer.Upsert{{Filter: bson.Raw(f.Build()), Update: bson.Raw(u)}}})
+}
+
 // bucketWrite is the statement of a write of some records into bucket
 // seq of grp holding count entries, as writer/encode.go builds it.
 func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
@@ -183,6 +252,7 @@ func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
 		f.AppendDateTime(model.Start, grp.start.UnixMilli())
 	}
 	f.AppendInt32(model.Count, int32(count))
+	f.AppendDocument(model.Sealed, bsoncore.NewDocumentBuilder().AppendBoolean("$exists", false).Build())
 
 	n := 1 + g.rng.IntN(4)
 	levels := []string{"info", "warn", "error", "200", "1000"}
@@ -301,9 +371,9 @@ func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
 
 // Projections and sort the writer's reads use (writer/read.go).
 var (
-	fillProjection    = doc("seq", 1, "count", 1, "bytes", 1, "ops", 1, "values", 1)
-	entriesProjection = doc("seq", 1, "count", 1, "bytes", 1, "ops", 1, "values", 1, "logs", 1)
-	runsProjection    = doc("ops", 1, "logs", 1)
+	fillProjection    = doc("seq", 1, "count", 1, "bytes", 1, "ops", 1, "values", 1, "sealed", 1)
+	entriesProjection = doc("seq", 1, "count", 1, "bytes", 1, "ops", 1, "values", 1, "sealed", 1, "logs", 1)
+	runsProjection    = doc("ops", 1, "logs", 1, "parked", 1)
 	bySeqDesc         = doc("seq", -1)
 )
 
@@ -368,8 +438,18 @@ func (g *gen) find() {
 func (g *gen) storedFilter() bson.Raw {
 	byStart := map[int64]*bsoncore.ArrayBuilder{}
 	var starts []time.Time
-	for range 1 + g.rng.IntN(3) {
+	tag := g.tags[g.rng.IntN(len(g.tags))]
+	parkedIn, parkedTag, ok := g.parkedGroup()
+	if ok && g.rng.IntN(2) == 0 {
+		tag = parkedTag // look for a record parked
+	} else {
+		ok = false
+	}
+	for k := range 1 + g.rng.IntN(3) {
 		grp := g.pickGroup()
+		if k == 0 && ok {
+			grp = parkedIn
+		}
 		if grp.coll != bucketColl {
 			continue
 		}
@@ -394,13 +474,21 @@ func (g *gen) storedFilter() bson.Raw {
 		starts = append(starts, grp.start)
 		byStart[grp.start.UnixMilli()] = bsoncore.NewArrayBuilder().AppendDocument(grp.key)
 	}
+	in := bsoncore.NewArrayBuilder()
+	for n := 1; n <= 15; n++ {
+		in.AppendInt32(int32(tag<<4 | uint32(n)))
+	}
+	tags := bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build()
 	clause := func(s time.Time) bsoncore.Document {
 		c := bsoncore.NewDocumentBuilder().AppendDocument(model.Key,
 			bsoncore.NewDocumentBuilder().AppendArray("$in", byStart[s.UnixMilli()].Build()).Build())
 		if !s.IsZero() {
 			c.AppendDateTime(model.Start, s.UnixMilli())
 		}
-		return c.Build()
+		return c.AppendArray("$or", bsoncore.NewArrayBuilder().
+			AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument(model.Ops, tags).Build()).
+			AppendDocument(bsoncore.NewDocumentBuilder().AppendDocument(model.Parked+"."+model.ParkedOp, tags).Build()).
+			Build()).Build()
 	}
 	f := bsoncore.NewDocumentBuilder()
 	if len(starts) == 1 {
@@ -415,13 +503,25 @@ func (g *gen) storedFilter() bson.Raw {
 		}
 		f.AppendArray("$or", or.Build())
 	}
-	tag := g.tags[g.rng.IntN(len(g.tags))]
-	in := bsoncore.NewArrayBuilder()
-	for n := 1; n <= 15; n++ {
-		in.AppendInt32(int32(tag<<4 | uint32(n)))
-	}
-	f.AppendDocument(model.Ops, bsoncore.NewDocumentBuilder().AppendArray("$in", in.Build()).Build())
 	return bson.Raw(f.Build())
+}
+
+// parkedGroup is a group of the bucket collection with a bucket holding a
+// record parked, and that record's tag.
+func (g *gen) parkedGroup() (group, uint32, bool) {
+	for _, grp := range g.groups {
+		if grp.coll != bucketColl {
+			continue
+		}
+		for _, d := range g.model.Docs(bucketColl) {
+			id, _ := d.Lookup(model.ID).StringValueOK()
+			op, ok := d.Lookup(model.Parked, model.ParkedOp).Int32OK()
+			if ok && strings.HasPrefix(id, grp.id+"-") {
+				return grp, uint32(op) >> 4, true
+			}
+		}
+	}
+	return group{}, 0, false
 }
 
 // idIn is a filter of _ids $in: some stored flat ids, some new.

@@ -40,6 +40,11 @@ func TestGeneratedShapes(t *testing.T) {
 				if _, err := op.Filter.LookupErr("$or"); err == nil && len(rep.Docs) > 0 {
 					seen["find $or found"]++
 				}
+				for _, d := range rep.Docs {
+					if _, err := d.LookupErr("parked"); err == nil {
+						seen["find a record parked"]++
+					}
+				}
 			case server.InsertMany, server.Replace:
 				seen[fmt.Sprintf("%s %s", op.Kind, errkind.Of(rep.Err))]++
 			case server.Delete:
@@ -53,7 +58,8 @@ func TestGeneratedShapes(t *testing.T) {
 	}
 	for _, want := range []string{"upsert none", "upsert duplicate key", "batch of applied and colliding statements",
 		"find unsorted found", "find sorted limited found", "find unsorted limited found", "find $or found",
-		"insertMany none", "insertMany duplicate key", "replace none", "delete deleted", "drop", "ping"} {
+		"insertMany none", "insertMany duplicate key", "replace none", "delete deleted", "drop", "ping", "updateMany",
+		"find a record parked"} {
 		if seen[want] == 0 {
 			t.Errorf("no %q in %d sequences: %v", want, seeds, seen)
 		}

@@ -178,6 +178,13 @@ func (r *replay) step(ctx context.Context, i int, op server.Op) {
 		if describe(got) != describe(want) {
 			r.mismatch(i, op, "server %s, model %s", describe(got), describe(want))
 		}
+	case server.UpdateMany:
+		got := r.store.UpdateMany(ctx, coll, op.Ups[0].Filter, op.Ups[0].Update)
+		want := r.model.Apply(op).Err
+		r.stats[op.Kind.String()+" "+describe(want)]++
+		if describe(got) != describe(want) {
+			r.mismatch(i, op, "server %s, model %s", describe(got), describe(want))
+		}
 	case server.Ping:
 		if err := r.store.Ping(ctx); err != nil {
 			r.mismatch(i, op, "the server failed: %v", err)
