@@ -586,6 +586,7 @@ func TestPasswordNeverShown(t *testing.T) {
 		"mongodb://admin@h/?authMechanismProperties=AWS_SESSION_TOKEN:" + secret + "&w=%zz",
 		"admin:" + secret + "@h:27017",
 		"http://admin:" + secret + "@h",
+		"mongodb://admin@" + secret + "@h:27017/", // ':' typed as '@'
 	}
 	for _, uri := range bad {
 		sources := []struct {
@@ -656,6 +657,8 @@ func TestRedactURI(t *testing.T) {
 		{"mongodb://h/?tlsCertificateKeyFilePassword=p&w=1", "mongodb://h/?tlsCertificateKeyFilePassword=xxxxx&w=1"},
 		{"mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:t", "mongodb://h/?authMechanismProperties=xxxxx"},
 		{"u:p@h", "u:xxxxx@h"},
+		{"mongodb://fbuser@s3cr3t@h:27017/", "mongodb://fbuser@xxxxx@h:27017/"},
+		{"mongodb://u@p:q@h", "mongodb://u@xxxxx@h"},
 		{"", ""},
 	} {
 		if got := RedactURI(tt[0]); got != tt[1] {

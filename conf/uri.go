@@ -23,10 +23,12 @@ func RedactURI(uri string) string {
 		prefix, rest = uri[:i+3], uri[i+3:]
 	}
 	// The user information ends at the last '@': an unescaped '@', '/' or '?'
-	// inside a password then still ends up on the hidden side.
+	// inside a password then still ends up on the hidden side. The password
+	// starts after the first ':' or, in user@pass@host (':' mistyped as an
+	// unescaped '@'), after the first '@'.
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		user := rest[:at]
-		if c := strings.IndexByte(user, ':'); c >= 0 {
+		if c := strings.IndexAny(user, ":@"); c >= 0 {
 			user = user[:c+1] + redactedText
 		}
 		return prefix + user + "@" + redactOptions(rest[at+1:])
