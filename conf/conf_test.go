@@ -667,6 +667,25 @@ func TestRedactURI(t *testing.T) {
 	}
 }
 
+// WithoutCredentials drops the user information and secret options, and
+// keeps the rest as written: two uris differing only in the password are
+// one.
+func TestWithoutCredentials(t *testing.T) {
+	for _, tt := range [][2]string{
+		{"mongodb://localhost:27017", "mongodb://localhost:27017"},
+		{"mongodb://u:p@h:1,h:2/db?replicaSet=rs", "mongodb://h:1,h:2/db?replicaSet=rs"},
+		{"mongodb+srv://u:p%40ss@c.example.net/", "mongodb+srv://c.example.net/"},
+		{"mongodb://user@h", "mongodb://h"},
+		{"mongodb://h/?tlsCertificateKeyFilePassword=p&w=1", "mongodb://h/?w=1"},
+		{"mongodb://h/?appName=a@b", "mongodb://h/?appName=a@b"},
+		{"", ""},
+	} {
+		if got := WithoutCredentials(tt[0]); got != tt[1] {
+			t.Errorf("WithoutCredentials(%q) = %q, want %q", tt[0], got, tt[1])
+		}
+	}
+}
+
 func TestCheckURI(t *testing.T) {
 	for _, uri := range []string{
 		"mongodb://localhost",

@@ -52,6 +52,38 @@ func redactOptions(s string) string {
 	return s[:q+1] + strings.Join(opts, "&")
 }
 
+// WithoutCredentials is uri with its user information (user name and
+// password) and the values of secret-looking options removed: what names
+// the placement (scheme, hosts, database, the other options) without
+// anything that would let someone who sees it test a password guess. A
+// uri without credentials is returned unchanged.
+func WithoutCredentials(uri string) string {
+	prefix, rest := "", uri
+	if i := strings.Index(uri, "://"); i >= 0 {
+		prefix, rest = uri[:i+3], uri[i+3:]
+	}
+	// In a valid uri the user information ends at the last '@' before
+	// the first '/' or '?' (checkUserInfo refuses them unescaped).
+	hostInfo := rest
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		hostInfo = rest[:i]
+	}
+	if at := strings.LastIndexByte(hostInfo, '@'); at >= 0 {
+		rest = rest[at+1:]
+	}
+	q := strings.IndexByte(rest, '?')
+	if q < 0 {
+		return prefix + rest
+	}
+	var kept []string
+	for _, kv := range strings.Split(rest[q+1:], "&") {
+		if k, _, _ := strings.Cut(kv, "="); !secretOption(k) {
+			kept = append(kept, kv)
+		}
+	}
+	return prefix + rest[:q+1] + strings.Join(kept, "&")
+}
+
 func secretOption(name string) bool {
 	n := strings.ToLower(name)
 	return strings.Contains(n, "password") || strings.Contains(n, "secret") ||

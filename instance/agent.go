@@ -18,8 +18,9 @@ import (
 // bytes is not taken for this one's resend. It must stay the same across a
 // restart, where Fluent Bit resends what was in flight, and differ between
 // agents that run at once. It is the agent_id (default: the host name),
-// the placement (uri, database, collection, mode) and a slot: the first of
-// this host's lock files for them that no live process holds. The kernel
+// the placement (uri without its credentials, database, collection, mode)
+// and a slot: the first of this host's lock files for them that no live
+// process holds. The kernel
 // releases a lock when its process ends, however it ends, so a restarted
 // agent takes its slot back while a second live agent on the host takes
 // another.
@@ -42,8 +43,7 @@ func claimAgent(cfg *conf.Config) (string, *os.File, error) {
 		}
 		agent = host
 	}
-	h := sha256.Sum256([]byte(agent + "\x00" + cfg.URI + "\x00" + cfg.Database + "\x00" + cfg.Collection + "\x00" + string(cfg.Mode)))
-	place := hex.EncodeToString(h[:8])
+	place := placement(agent, cfg)
 	if err := os.MkdirAll(lockDir, 0o777); err != nil {
 		return unique(agent), nil, fmt.Errorf("cannot create %s for the agent's slot: %v", lockDir, err)
 	}
@@ -60,6 +60,16 @@ func claimAgent(cfg *conf.Config) (string, *os.File, error) {
 		return agent + "/" + place + "/" + strconv.Itoa(n), f, nil
 	}
 	return unique(agent), nil, fmt.Errorf("all %d slots in %s are held by live processes", maxSlots, lockDir)
+}
+
+// placement is the part of a slot's name that names the agent and where
+// it writes: 16 hex digits of a SHA-256 of agent_id, the uri without its
+// credentials (see conf.WithoutCredentials), database, collection and
+// mode. The name is in a directory listing: it must not let anyone test a
+// password guess, so the password is not hashed.
+func placement(agent string, cfg *conf.Config) string {
+	h := sha256.Sum256([]byte(agent + "\x00" + conf.WithoutCredentials(cfg.URI) + "\x00" + cfg.Database + "\x00" + cfg.Collection + "\x00" + string(cfg.Mode)))
+	return hex.EncodeToString(h[:8])
 }
 
 // unique is an identity no other process has.
