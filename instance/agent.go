@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,8 +29,11 @@ import (
 // maxSlots bounds the live instances of one placement on one host.
 const maxSlots = 64
 
-// lockDir holds the slots' lock files.
-var lockDir = filepath.Join(os.TempDir(), "out_mongodb-agents")
+// lockDir holds the slots' lock files. It is the user's own: created 0700,
+// and refused when it is a symbolic link, belongs to another user or is
+// writable by others (see ownDir), so that no other local user can put a
+// file or a link in it.
+var lockDir = filepath.Join(os.TempDir(), "out_mongodb-agents-"+strconv.Itoa(os.Geteuid()))
 
 // claimAgent returns this instance's identity and the lock file holding
 // its slot (nil when none could be taken: the identity is then unique to
@@ -44,14 +48,14 @@ func claimAgent(cfg *conf.Config) (string, *os.File, error) {
 		agent = host
 	}
 	place := placement(agent, cfg)
-	if err := os.MkdirAll(lockDir, 0o777); err != nil {
-		return unique(agent), nil, fmt.Errorf("cannot create %s for the agent's slot: %v", lockDir, err)
+	if err := ownDir(lockDir); err != nil {
+		return unique(agent), nil, err
 	}
 	for n := range maxSlots {
 		path := filepath.Join(lockDir, place+"-"+strconv.Itoa(n)+".lock")
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+		f, err := openSlot(path)
 		if err != nil {
-			return unique(agent), nil, fmt.Errorf("cannot open %s for the agent's slot: %v", path, err)
+			return unique(agent), nil, err
 		}
 		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 			f.Close()
@@ -70,6 +74,68 @@ func claimAgent(cfg *conf.Config) (string, *os.File, error) {
 func placement(agent string, cfg *conf.Config) string {
 	h := sha256.Sum256([]byte(agent + "\x00" + conf.WithoutCredentials(cfg.URI) + "\x00" + cfg.Database + "\x00" + cfg.Collection + "\x00" + string(cfg.Mode)))
 	return hex.EncodeToString(h[:8])
+}
+
+// ownDir creates dir 0700 (with its missing parents), or checks that the
+// dir that exists is one only this user can write: a directory, not a
+// symbolic link, owned by the effective uid, not writable by group or
+// others.
+func ownDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cannot create %s for the agent's slot: %v", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("cannot read %s for the agent's slot: %v", dir, err)
+	}
+	why := ""
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		why = "is a symbolic link"
+	case !fi.IsDir():
+		why = "is not a directory"
+	case !ok:
+		why = "has no owner to check"
+	case int(st.Uid) != os.Geteuid():
+		why = fmt.Sprintf("belongs to uid %d, not to this process's uid %d", st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		why = fmt.Sprintf("is writable by other users (mode %04o)", fi.Mode().Perm())
+	}
+	if why != "" {
+		return fmt.Errorf("refusing %s for the agent's slot: it %s; remove it, or let only this user write it (chmod 0700)", dir, why)
+	}
+	return nil
+}
+
+// openSlot opens (creating it 0600) the lock file at path: never through
+// a symbolic link, and only a regular file of this process's user.
+func openSlot(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s for the agent's slot: %v", path, err)
+	}
+	fi, err := f.Stat()
+	why := ""
+	if err != nil {
+		why = "cannot read it: " + err.Error()
+	} else if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || !ok {
+		why = "it is not a regular file"
+	} else if int(st.Uid) != os.Geteuid() {
+		why = fmt.Sprintf("it belongs to uid %d, not to this process's uid %d", st.Uid, os.Geteuid())
+	} else if fi.Mode().Perm()&0o077 != 0 {
+		// An older release made it 0666: nobody else may open it to hold
+		// its lock.
+		err = f.Chmod(0o600)
+		if err != nil {
+			why = "cannot make it 0600: " + err.Error()
+		}
+	}
+	if why != "" {
+		f.Close()
+		return nil, fmt.Errorf("refusing %s for the agent's slot: %s", path, why)
+	}
+	return f, nil
 }
 
 // unique is an identity no other process has.
