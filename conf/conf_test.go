@@ -667,6 +667,22 @@ func TestRedactURI(t *testing.T) {
 	}
 }
 
+// RedactText redacts every connection string in a text, wherever it
+// starts and ends.
+func TestRedactText(t *testing.T) {
+	for _, tt := range [][2]string{
+		{"no uri here", "no uri here"},
+		{"uri mongodb://u:p@h/db", "uri mongodb://u:xxxxx@h/db"},
+		{`"uri mongodb://u@p@h" and 'x mongodb+srv://a:b@c/?w=1' end`, `"uri mongodb://u@xxxxx@h" and 'x mongodb+srv://a:xxxxx@c/?w=1' end`},
+		{"`mongodb://u:p@h`", "`mongodb://u:xxxxx@h`"},
+		{"a\tmongodb://u:p@h\nb mongodb://h2", "a\tmongodb://u:xxxxx@h\nb mongodb://h2"},
+	} {
+		if got := RedactText(tt[0]); got != tt[1] {
+			t.Errorf("RedactText(%q) = %q, want %q", tt[0], got, tt[1])
+		}
+	}
+}
+
 // WithoutCredentials drops the user information and secret options, and
 // keeps the rest as written: two uris differing only in the password are
 // one.

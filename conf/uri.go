@@ -36,6 +36,31 @@ func RedactURI(uri string) string {
 	return prefix + redactOptions(rest)
 }
 
+// RedactText is s with every connection string in it redacted as
+// RedactURI does: each run of text holding "://" up to the next space or
+// quote character, such as a configuration line quoted in an error.
+func RedactText(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start := strings.LastIndexAny(s[:i], textEnds) + 1
+		end := len(s)
+		if j := strings.IndexAny(s[i:], textEnds); j >= 0 {
+			end = i + j
+		}
+		b.WriteString(s[:start])
+		b.WriteString(RedactURI(s[start:end]))
+		s = s[end:]
+	}
+}
+
+// textEnds are the bytes that end a connection string within text.
+const textEnds = " \t\r\n\"'`"
+
 // redactOptions hides the values of secret-looking options after '?'.
 func redactOptions(s string) string {
 	q := strings.IndexByte(s, '?')

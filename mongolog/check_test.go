@@ -242,3 +242,12 @@ func TestGlobsMeet(t *testing.T) {
 		}
 	}
 }
+
+// A configuration line check cannot place is quoted without its password.
+func TestCheckQuotesNoPassword(t *testing.T) {
+	path := write(t, t.TempDir(), "fluent-bit.conf", "uri mongodb://fbuser:s3cr3t@db1:27017/\n[OUTPUT]\n    Name mongodb\n")
+	_, err := Check(&bytes.Buffer{}, path, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), `"uri mongodb://fbuser:xxxxx@db1:27017/" is outside a section`) {
+		t.Errorf("check of a line outside a section: %v", err)
+	}
+}
