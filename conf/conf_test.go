@@ -683,6 +683,35 @@ func TestRedactText(t *testing.T) {
 	}
 }
 
+// InsecureTLS names each option that turns a TLS check off, in any case
+// and percent-encoded, and nothing else.
+func TestInsecureTLS(t *testing.T) {
+	for _, tt := range []struct{ uri, want string }{
+		{"mongodb://h/?tls=true", ""},
+		{"mongodb://h/?tls=true&tlsInsecure=false", ""},
+		{"mongodb://u:p@h", ""},
+		{"mongodb://h/?tls=true&tlsInsecure=true", "the uri says tlsInsecure=true: TLS does not verify the server"},
+		{"mongodb://h/?tlsallowinvalidcertificates=TRUE&w=1", "tlsallowinvalidcertificates=TRUE: TLS"},
+		{"mongodb+srv://h/?tlsAllowInvalidHostnames=%74rue", "tlsAllowInvalidHostnames=true: TLS"},
+		{"mongodb://h/?tlsInsecure=true&tlsAllowInvalidHostnames=true", "tlsInsecure=true and tlsAllowInvalidHostnames=true"},
+	} {
+		got := InsecureTLS(tt.uri)
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("InsecureTLS(%q) = %q, want %q", tt.uri, got, tt.want)
+		}
+	}
+}
+
+// AllInterfaces: no host, 0.0.0.0 and :: bind every interface.
+func TestAllInterfaces(t *testing.T) {
+	for v, want := range map[string]bool{":29302": true, "0.0.0.0:29302": true, "[::]:29302": true,
+		"127.0.0.1:29302": false, "[::1]:29302": false, "localhost:29302": false, "10.0.0.5:29302": false} {
+		if got := AllInterfaces(v); got != want {
+			t.Errorf("AllInterfaces(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
 // WithoutCredentials drops the user information and secret options, and
 // keeps the rest as written: two uris differing only in the password are
 // one.

@@ -120,6 +120,17 @@ func checkListen(v string) string {
 	return ""
 }
 
+// AllInterfaces reports whether metrics_listen value v (valid, not "")
+// binds every interface of the host: no host, 0.0.0.0 or ::.
+func AllInterfaces(v string) bool {
+	host, _, err := net.SplitHostPort(v)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
+}
+
 // checkFieldName checks a top-level field name the plugin writes.
 func checkFieldName(s string) string {
 	if s == model.ID {

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -107,6 +108,37 @@ func WithoutCredentials(uri string) string {
 		}
 	}
 	return prefix + rest[:q+1] + strings.Join(kept, "&")
+}
+
+// insecureOptions are the uri options that turn off a check of the
+// server's TLS certificate, lower-cased (the driver reads option names
+// in any case).
+var insecureOptions = []string{"tlsinsecure", "tlsallowinvalidcertificates", "tlsallowinvalidhostnames"}
+
+// InsecureTLS is a warning when uri turns off the verification of the
+// server's certificate or host name (tlsInsecure, tlsAllowInvalidCertificates
+// or tlsAllowInvalidHostnames set true), naming the options as written;
+// "" when it does not.
+func InsecureTLS(uri string) string {
+	q := strings.IndexByte(uri, '?')
+	if q < 0 {
+		return ""
+	}
+	var on []string
+	for _, kv := range strings.Split(uri[q+1:], "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if uv, err := url.QueryUnescape(v); err == nil {
+			v = uv
+		}
+		if slices.Contains(insecureOptions, strings.ToLower(k)) && strings.EqualFold(v, "true") {
+			on = append(on, k+"="+v)
+		}
+	}
+	if len(on) == 0 {
+		return ""
+	}
+	return "the uri says " + strings.Join(on, " and ") + ": TLS does not verify the server, so anyone on the network path can pose as it " +
+		"and read the records and the credentials; give the server's CA with tlsCAFile=FILE instead"
 }
 
 func secretOption(name string) bool {

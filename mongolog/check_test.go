@@ -251,3 +251,32 @@ func TestCheckQuotesNoPassword(t *testing.T) {
 		t.Errorf("check of a line outside a section: %v", err)
 	}
 }
+
+// check warns, without failing, of a uri that turns TLS verification off
+// and of metrics served on every interface.
+func TestCheckWarnsOfExposure(t *testing.T) {
+	conf := func(uri, listen string) (int, string) {
+		path := write(t, t.TempDir(), "fluent-bit.conf", "[OUTPUT]\n    Name mongodb\n    Match *\n    Workers 1\n    Retry_Limit 5\n    uri "+uri+"\n"+listen)
+		var out bytes.Buffer
+		problems, err := Check(&out, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return problems, out.String()
+	}
+	for _, c := range []struct{ uri, listen, want string }{
+		{"mongodb://db1/?tls=true&tlsInsecure=true", "", "warning: the uri says tlsInsecure=true: TLS does not verify the server"},
+		{"mongodb://db1/?tls=true&tlsAllowInvalidCertificates=true", "", "warning: the uri says tlsAllowInvalidCertificates=true"},
+		{"mongodb://db1/?tls=true&tlsAllowInvalidHostnames=true", "", "warning: the uri says tlsAllowInvalidHostnames=true"},
+		{"mongodb://db1/", "    metrics_listen :29302\n", "warning: metrics_listen :29302: serves the metrics on every interface of the host, to anyone who can reach port 29302; write 127.0.0.1:29302"},
+		{"mongodb://db1/", "    metrics_listen 0.0.0.0:2021\n", "warning: metrics_listen 0.0.0.0:2021: serves the metrics on every interface"},
+	} {
+		problems, out := conf(c.uri, c.listen)
+		if problems != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%s %s: %d problems, want 0 and %q:\n%s", c.uri, c.listen, problems, c.want, out)
+		}
+	}
+	if problems, out := conf("mongodb://db1/?tls=true", "    metrics_listen 127.0.0.1:29302\n"); problems != 0 || strings.Contains(out, "warning") {
+		t.Errorf("verified TLS, metrics on 127.0.0.1: %d problems:\n%s", problems, out)
+	}
+}
