@@ -71,6 +71,8 @@ func checkDatabase(s string) string {
 		return "must be shorter than 64 bytes"
 	case strings.ContainsAny(s, "/\\. \"$\x00"):
 		return "must not contain / \\ . space \" $ or NUL"
+	case naming.Reserved(s):
+		return "is one of MongoDB's own databases (admin, local and config are reserved): choose another name"
 	}
 	return ""
 }
