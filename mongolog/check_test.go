@@ -280,3 +280,13 @@ func TestCheckWarnsOfExposure(t *testing.T) {
 		t.Errorf("verified TLS, metrics on 127.0.0.1: %d problems:\n%s", problems, out)
 	}
 }
+
+// A reserved database is a problem for check as at start-up.
+func TestCheckReservedDatabase(t *testing.T) {
+	for _, settings := range []string{"    database admin\n", "    database $TAG\n    target_overflow local\n"} {
+		problems, out := check(t, settings)
+		if problems != 1 || !strings.Contains(out, "one of MongoDB's own") {
+			t.Errorf("%q: %d problems, want 1 naming MongoDB's own databases:\n%s", settings, problems, out)
+		}
+	}
+}
