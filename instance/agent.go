@@ -92,18 +92,18 @@ func ownDir(dir string) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		why = "is a symbolic link"
+		why = "is a symbolic link; remove it"
 	case !fi.IsDir():
 		why = "is not a directory"
 	case !ok:
 		why = "has no owner to check"
 	case int(st.Uid) != os.Geteuid():
-		why = fmt.Sprintf("belongs to uid %d, not to this process's uid %d", st.Uid, os.Geteuid())
+		why = fmt.Sprintf("belongs to uid %d, not to this process's uid %d; remove it", st.Uid, os.Geteuid())
 	case fi.Mode().Perm()&0o022 != 0:
-		why = fmt.Sprintf("is writable by other users (mode %04o)", fi.Mode().Perm())
+		why = fmt.Sprintf("is writable by other users (mode %04o); if this user made it, chmod 0700 it, else remove it", fi.Mode().Perm())
 	}
 	if why != "" {
-		return fmt.Errorf("refusing %s for the agent's slot: it %s; remove it, or let only this user write it (chmod 0700)", dir, why)
+		return fmt.Errorf("refusing %s for the agent's slot: it %s", dir, why)
 	}
 	return nil
 }
