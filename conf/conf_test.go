@@ -374,6 +374,11 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"database", "a/b"}, `database: invalid value "a/b": must not contain / \ . space " $ or NUL`},
 		{[]string{"database", "a\x00"}, `database: invalid value "a\x00": must not contain / \ . space " $ or NUL`},
 		{[]string{"database", strings.Repeat("d", 64)}, `database: invalid value "` + strings.Repeat("d", 64) + `": must be shorter than 64 bytes`},
+		{[]string{"database", "admin"}, `database: invalid value "admin": is one of MongoDB's own databases (admin, local and config are reserved): choose another name`},
+		{[]string{"database", "local"}, `database: invalid value "local": is one of MongoDB's own databases (admin, local and config are reserved): choose another name`},
+		{[]string{"database", "Config"}, `database: invalid value "Config": is one of MongoDB's own databases (admin, local and config are reserved): choose another name`},
+		{[]string{"database", "$TAG", "target_overflow", "ADMIN"}, `target_overflow: invalid value "ADMIN": makes the overflow target's database admin (database $TAG), one of MongoDB's own (admin, local and config are reserved): choose another value`},
+		{[]string{"database", "loc$db", "target_overflow", "al"}, `target_overflow: invalid value "al": makes the overflow target's database local (database loc$db), one of MongoDB's own (admin, local and config are reserved): choose another value`},
 		{[]string{"collection", "system.logs", "dead_letter_collection", "x"}, `collection: invalid value "system.logs": must not start with system. (reserved by MongoDB)`},
 		{[]string{"collection", "a$", "dead_letter_collection", "x"}, `collection: invalid value "a$": template: $ without TAG or a field name at column 2: a field name starts with a letter or _ (or is quoted: $['key']); a name cannot contain a literal $`},
 		{[]string{"collection", "k8s_$a['b"}, `collection: invalid value "k8s_$a['b": template: unclosed quote at column 8`},
@@ -586,6 +591,7 @@ func TestPasswordNeverShown(t *testing.T) {
 		"mongodb://admin@h/?authMechanismProperties=AWS_SESSION_TOKEN:" + secret + "&w=%zz",
 		"admin:" + secret + "@h:27017",
 		"http://admin:" + secret + "@h",
+		"mongodb://admin@" + secret + "@h:27017/", // ':' typed as '@'
 	}
 	for _, uri := range bad {
 		sources := []struct {
@@ -656,10 +662,76 @@ func TestRedactURI(t *testing.T) {
 		{"mongodb://h/?tlsCertificateKeyFilePassword=p&w=1", "mongodb://h/?tlsCertificateKeyFilePassword=xxxxx&w=1"},
 		{"mongodb://h/?authMechanismProperties=AWS_SESSION_TOKEN:t", "mongodb://h/?authMechanismProperties=xxxxx"},
 		{"u:p@h", "u:xxxxx@h"},
+		{"mongodb://fbuser@s3cr3t@h:27017/", "mongodb://fbuser@xxxxx@h:27017/"},
+		{"mongodb://u@p:q@h", "mongodb://u@xxxxx@h"},
 		{"", ""},
 	} {
 		if got := RedactURI(tt[0]); got != tt[1] {
 			t.Errorf("RedactURI(%q) = %q, want %q", tt[0], got, tt[1])
+		}
+	}
+}
+
+// RedactText redacts every connection string in a text, wherever it
+// starts and ends.
+func TestRedactText(t *testing.T) {
+	for _, tt := range [][2]string{
+		{"no uri here", "no uri here"},
+		{"uri mongodb://u:p@h/db", "uri mongodb://u:xxxxx@h/db"},
+		{`"uri mongodb://u@p@h" and 'x mongodb+srv://a:b@c/?w=1' end`, `"uri mongodb://u@xxxxx@h" and 'x mongodb+srv://a:xxxxx@c/?w=1' end`},
+		{"`mongodb://u:p@h`", "`mongodb://u:xxxxx@h`"},
+		{"a\tmongodb://u:p@h\nb mongodb://h2", "a\tmongodb://u:xxxxx@h\nb mongodb://h2"},
+	} {
+		if got := RedactText(tt[0]); got != tt[1] {
+			t.Errorf("RedactText(%q) = %q, want %q", tt[0], got, tt[1])
+		}
+	}
+}
+
+// InsecureTLS names each option that turns a TLS check off, in any case
+// and percent-encoded, and nothing else.
+func TestInsecureTLS(t *testing.T) {
+	for _, tt := range []struct{ uri, want string }{
+		{"mongodb://h/?tls=true", ""},
+		{"mongodb://h/?tls=true&tlsInsecure=false", ""},
+		{"mongodb://u:p@h", ""},
+		{"mongodb://h/?tls=true&tlsInsecure=true", "the uri says tlsInsecure=true: TLS does not verify the server"},
+		{"mongodb://h/?tlsallowinvalidcertificates=TRUE&w=1", "tlsallowinvalidcertificates=TRUE: TLS"},
+		{"mongodb+srv://h/?tlsAllowInvalidHostnames=%74rue", "tlsAllowInvalidHostnames=true: TLS"},
+		{"mongodb://h/?tlsInsecure=true&tlsAllowInvalidHostnames=true", "tlsInsecure=true and tlsAllowInvalidHostnames=true"},
+	} {
+		got := InsecureTLS(tt.uri)
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) {
+			t.Errorf("InsecureTLS(%q) = %q, want %q", tt.uri, got, tt.want)
+		}
+	}
+}
+
+// AllInterfaces: no host, 0.0.0.0 and :: bind every interface.
+func TestAllInterfaces(t *testing.T) {
+	for v, want := range map[string]bool{":29302": true, "0.0.0.0:29302": true, "[::]:29302": true,
+		"127.0.0.1:29302": false, "[::1]:29302": false, "localhost:29302": false, "10.0.0.5:29302": false} {
+		if got := AllInterfaces(v); got != want {
+			t.Errorf("AllInterfaces(%q) = %v, want %v", v, got, want)
+		}
+	}
+}
+
+// WithoutCredentials drops the user information and secret options, and
+// keeps the rest as written: two uris differing only in the password are
+// one.
+func TestWithoutCredentials(t *testing.T) {
+	for _, tt := range [][2]string{
+		{"mongodb://localhost:27017", "mongodb://localhost:27017"},
+		{"mongodb://u:p@h:1,h:2/db?replicaSet=rs", "mongodb://h:1,h:2/db?replicaSet=rs"},
+		{"mongodb+srv://u:p%40ss@c.example.net/", "mongodb+srv://c.example.net/"},
+		{"mongodb://user@h", "mongodb://h"},
+		{"mongodb://h/?tlsCertificateKeyFilePassword=p&w=1", "mongodb://h/?w=1"},
+		{"mongodb://h/?appName=a@b", "mongodb://h/?appName=a@b"},
+		{"", ""},
+	} {
+		if got := WithoutCredentials(tt[0]); got != tt[1] {
+			t.Errorf("WithoutCredentials(%q) = %q, want %q", tt[0], got, tt[1])
 		}
 	}
 }

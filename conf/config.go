@@ -309,7 +309,7 @@ var keyTable = []KeyDoc{
 	{"uri", "", "MongoDB connection string (`mongodb://` or `mongodb+srv://`). Exactly one of uri, uri_file, uri_env is required. Never logged: the password is shown as xxxxx."},
 	{"uri_file", "", "Path of a file holding the connection string (surrounding whitespace trimmed), e.g. a mounted secret."},
 	{"uri_env", "", "Name of an environment variable holding the connection string."},
-	{"database", "fluentbit", "Database name (non-empty, under 64 bytes, none of `/\\. \"$` or NUL), or a template of the tag and record fields such as `logs_$TAG[1]` (see Targets from the record)."},
+	{"database", "fluentbit", "Database name (non-empty, under 64 bytes, none of `/\\. \"$` or NUL, not `admin`, `local` or `config`), or a template of the tag and record fields such as `logs_$TAG[1]` (see Targets from the record)."},
 	{"collection", "logs", "Collection name (non-empty, at most 200 bytes, no `$` or NUL, not starting with `system.`; `<database>.<collection>` with any partition suffix at most 235 bytes, as servers on DocumentDB allow), or a template such as `k8s_$kubernetes['namespace_name']` (see Targets from the record)."},
 	{"target_missing", "unknown", "Templates only (refused when database, collection and dead_letter_collection are fixed names): the value of a placeholder whose value is missing, empty, or not a string, number or boolean (`[A-Za-z0-9_-]`, at most 64 bytes)."},
 	{"target_overflow", "other", "Templates only (refused when database, collection and dead_letter_collection are fixed names): beyond target_limit targets, a record goes to its template's target with every record placeholder replaced by this (`[A-Za-z0-9_-]`, at most 64 bytes)."},

@@ -71,6 +71,8 @@ func checkDatabase(s string) string {
 		return "must be shorter than 64 bytes"
 	case strings.ContainsAny(s, "/\\. \"$\x00"):
 		return "must not contain / \\ . space \" $ or NUL"
+	case naming.Reserved(s):
+		return "is one of MongoDB's own databases (admin, local and config are reserved): choose another name"
 	}
 	return ""
 }
@@ -118,6 +120,17 @@ func checkListen(v string) string {
 		return "must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:2021"
 	}
 	return ""
+}
+
+// AllInterfaces reports whether metrics_listen value v (valid, not "")
+// binds every interface of the host: no host, 0.0.0.0 or ::.
+func AllInterfaces(v string) bool {
+	host, _, err := net.SplitHostPort(v)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "" || ip != nil && ip.IsUnspecified()
 }
 
 // checkFieldName checks a top-level field name the plugin writes.

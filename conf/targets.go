@@ -1,6 +1,7 @@
 package conf
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -128,6 +129,10 @@ func (r *reader) targets(c *Config) {
 	}
 	for _, t := range []*naming.Template{db, coll, dl} {
 		t.Missing = c.TargetMissing
+	}
+	if odb, _ := (naming.Pair{Database: db, Collection: coll}).OverflowedAll(c.TargetOverflow); naming.Reserved(odb) && r.good("target_overflow") {
+		r.invalid("target_overflow", c.TargetOverflow, fmt.Sprintf("makes the overflow target's database %s (database %s), one of MongoDB's own (admin, local and config are reserved): choose another value", odb, c.Database))
+		return
 	}
 	if c.Partition != layout.None {
 		coll.Reserve = len(c.Partition.Suffix())

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -23,16 +24,43 @@ func RedactURI(uri string) string {
 		prefix, rest = uri[:i+3], uri[i+3:]
 	}
 	// The user information ends at the last '@': an unescaped '@', '/' or '?'
-	// inside a password then still ends up on the hidden side.
+	// inside a password then still ends up on the hidden side. The password
+	// starts after the first ':' or, in user@pass@host (':' mistyped as an
+	// unescaped '@'), after the first '@'.
 	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
 		user := rest[:at]
-		if c := strings.IndexByte(user, ':'); c >= 0 {
+		if c := strings.IndexAny(user, ":@"); c >= 0 {
 			user = user[:c+1] + redactedText
 		}
 		return prefix + user + "@" + redactOptions(rest[at+1:])
 	}
 	return prefix + redactOptions(rest)
 }
+
+// RedactText is s with every connection string in it redacted as
+// RedactURI does: each run of text holding "://" up to the next space or
+// quote character, such as a configuration line quoted in an error.
+func RedactText(s string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "://")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		start := strings.LastIndexAny(s[:i], textEnds) + 1
+		end := len(s)
+		if j := strings.IndexAny(s[i:], textEnds); j >= 0 {
+			end = i + j
+		}
+		b.WriteString(s[:start])
+		b.WriteString(RedactURI(s[start:end]))
+		s = s[end:]
+	}
+}
+
+// textEnds are the bytes that end a connection string within text.
+const textEnds = " \t\r\n\"'`"
 
 // redactOptions hides the values of secret-looking options after '?'.
 func redactOptions(s string) string {
@@ -48,6 +76,69 @@ func redactOptions(s string) string {
 		}
 	}
 	return s[:q+1] + strings.Join(opts, "&")
+}
+
+// WithoutCredentials is uri with its user information (user name and
+// password) and the values of secret-looking options removed: what names
+// the placement (scheme, hosts, database, the other options) without
+// anything that would let someone who sees it test a password guess. A
+// uri without credentials is returned unchanged.
+func WithoutCredentials(uri string) string {
+	prefix, rest := "", uri
+	if i := strings.Index(uri, "://"); i >= 0 {
+		prefix, rest = uri[:i+3], uri[i+3:]
+	}
+	// In a valid uri the user information ends at the last '@' before
+	// the first '/' or '?' (checkUserInfo refuses them unescaped).
+	hostInfo := rest
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		hostInfo = rest[:i]
+	}
+	if at := strings.LastIndexByte(hostInfo, '@'); at >= 0 {
+		rest = rest[at+1:]
+	}
+	q := strings.IndexByte(rest, '?')
+	if q < 0 {
+		return prefix + rest
+	}
+	var kept []string
+	for _, kv := range strings.Split(rest[q+1:], "&") {
+		if k, _, _ := strings.Cut(kv, "="); !secretOption(k) {
+			kept = append(kept, kv)
+		}
+	}
+	return prefix + rest[:q+1] + strings.Join(kept, "&")
+}
+
+// insecureOptions are the uri options that turn off a check of the
+// server's TLS certificate, lower-cased (the driver reads option names
+// in any case).
+var insecureOptions = []string{"tlsinsecure", "tlsallowinvalidcertificates", "tlsallowinvalidhostnames"}
+
+// InsecureTLS is a warning when uri turns off the verification of the
+// server's certificate or host name (tlsInsecure, tlsAllowInvalidCertificates
+// or tlsAllowInvalidHostnames set true), naming the options as written;
+// "" when it does not.
+func InsecureTLS(uri string) string {
+	q := strings.IndexByte(uri, '?')
+	if q < 0 {
+		return ""
+	}
+	var on []string
+	for _, kv := range strings.Split(uri[q+1:], "&") {
+		k, v, _ := strings.Cut(kv, "=")
+		if uv, err := url.QueryUnescape(v); err == nil {
+			v = uv
+		}
+		if slices.Contains(insecureOptions, strings.ToLower(k)) && strings.EqualFold(v, "true") {
+			on = append(on, k+"="+v)
+		}
+	}
+	if len(on) == 0 {
+		return ""
+	}
+	return "the uri says " + strings.Join(on, " and ") + ": TLS does not verify the server, so anyone on the network path can pose as it " +
+		"and read the records and the credentials; give the server's CA with tlsCAFile=FILE instead"
 }
 
 func secretOption(name string) bool {

@@ -148,14 +148,14 @@ func (l *loader) classic(path string, data []byte) error {
 			l.vars[strings.TrimSpace(k)] = l.expand(strings.TrimSpace(v))
 		case strings.HasPrefix(line, "["):
 			if !strings.HasSuffix(line, "]") {
-				return fmt.Errorf("%s:%d: section header %q lacks its ]", path, n, line)
+				return fmt.Errorf("%s:%d: section header %q lacks its ]", path, n, redactLine(line))
 			}
 			l.sections = append(l.sections, Section{Kind: strings.ToLower(strings.TrimSpace(line[1 : len(line)-1])),
 				Props: conf.Map{}, File: path, Line: n})
 			cur = &l.sections[len(l.sections)-1]
 		default:
 			if cur == nil {
-				return fmt.Errorf("%s:%d: %q is outside a section", path, n, line)
+				return fmt.Errorf("%s:%d: %q is outside a section", path, n, redactLine(line))
 			}
 			k, v := line, ""
 			if i := strings.IndexAny(line, " \t"); i >= 0 {
@@ -165,6 +165,17 @@ func (l *loader) classic(path string, data []byte) error {
 		}
 	}
 	return sc.Err()
+}
+
+// redactLine is a configuration line fit to quote in an error: the value
+// of a key that names a password, secret or token hidden, and the password
+// of any connection string in it (see conf.RedactText).
+func redactLine(line string) string {
+	k, _, hasValue := strings.Cut(strings.ReplaceAll(line, "\t", " "), " ")
+	if n := strings.ToLower(k); hasValue && (strings.Contains(n, "passw") || strings.Contains(n, "secret") || strings.Contains(n, "token")) {
+		return k + " xxxxx"
+	}
+	return conf.RedactText(line)
 }
 
 // yamlFile is the part of a YAML configuration the plugin's outputs live in.
@@ -182,7 +193,7 @@ type yamlFile struct {
 func (l *loader) yaml(path string, data []byte) error {
 	var f yamlFile
 	if err := yaml.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("%s: %v", path, err)
+		return fmt.Errorf("%s: %s", path, conf.RedactText(err.Error()))
 	}
 	for k, v := range f.Env {
 		l.vars[k] = l.expand(v)

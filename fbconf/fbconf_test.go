@@ -117,6 +117,19 @@ func TestLoadErrors(t *testing.T) {
 			t.Errorf("%s: %v; want %q", c.name, err, c.want)
 		}
 	}
+	// A quoted line never shows a password.
+	for _, c := range []struct{ name, content, want string }{
+		{"uri.conf", "uri mongodb://fbuser:s3cr3t@db1:27017/?replicaSet=rs0\n", `"uri mongodb://fbuser:xxxxx@db1:27017/?replicaSet=rs0" is outside a section`},
+		{"at.conf", "uri\tmongodb://fbuser@s3cr3t@db1\n", `"uri\tmongodb://fbuser@xxxxx@db1" is outside a section`},
+		{"passwd.conf", "tls.key_passwd s3cr3t\n", `"tls.key_passwd xxxxx" is outside a section`},
+		{"header2.conf", "[OUTPUT mongodb://u:s3cr3t@h\n", `section header "[OUTPUT mongodb://u:xxxxx@h" lacks its ]`},
+		{"uri.yaml", "pipeline: mongodb://u:s3cr3t@h/\n", "cannot unmarshal"},
+	} {
+		_, err := Load(write(t, dir, c.name, c.content), env(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v; want %q and no password", c.name, err, c.want)
+		}
+	}
 	// A glob that matches nothing includes nothing.
 	if secs, err := Load(write(t, dir, "glob.conf", "@INCLUDE none/*.conf\n[INPUT]\n    Name dummy\n"), env(nil)); err != nil || len(secs) != 1 {
 		t.Errorf("an include glob matching nothing: %v, %v", secs, err)

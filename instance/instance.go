@@ -112,6 +112,9 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		name = defaultName
 	}
 	log := NewLogger(logOut, name, cfg.PluginLogLevel)
+	if w := conf.InsecureTLS(cfg.URI); w != "" {
+		log.Warnf("%s", w)
+	}
 	opt := sinkOptions(cfg)
 	agent, slot, cerr := claimAgent(cfg)
 	if cerr != nil {

@@ -330,6 +330,27 @@ func TestLogging(t *testing.T) {
 	}
 }
 
+// A uri that turns TLS verification off is warned of at start-up; one
+// that does not, is not.
+func TestInsecureTLSWarned(t *testing.T) {
+	for uri, want := range map[string]bool{
+		"mongodb://127.0.0.1:1/?tls=true&tlsInsecure=true":                 true,
+		"mongodb://127.0.0.1:1/?tls=true&tlsAllowInvalidCertificates=true": true,
+		"mongodb://127.0.0.1:1/?tls=true&tlsAllowInvalidHostnames=true":    true,
+		"mongodb://127.0.0.1:1/?tls=true":                                  false,
+	} {
+		log := &syncBuffer{}
+		in, err := New(testConfig("uri", uri), "mongodb.0", log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Exit()
+		if got := strings.Contains(log.String(), "warn] [out_mongodb:mongodb.0] the uri says tls"); got != want {
+			t.Errorf("%s: warned %v, want %v:\n%s", uri, got, want, log)
+		}
+	}
+}
+
 // With plugin_log_level debug every flush logs its summary line.
 func TestDebugFlushSummary(t *testing.T) {
 	in, log := newTest(t, &fakeStore{}, "plugin_log_level", "debug")

@@ -7,6 +7,7 @@ package mongolog
 import (
 	"fmt"
 	"io"
+	"net"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/fbconf"
@@ -49,6 +50,9 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 			}
 		}
 		var warnings []string
+		if c != nil {
+			warnings = append(warnings, exposure(c)...)
+		}
 		for _, n := range advise(o.Props) {
 			if n.problem {
 				errs = append(errs, n.text)
@@ -80,6 +84,21 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 		fmt.Fprintf(w, "warning: %s\n", text)
 	}
 	return problems, nil
+}
+
+// exposure warns of what a valid configuration leaves open: TLS that
+// does not verify the server, metrics served on every interface.
+func exposure(c *conf.Config) []string {
+	var w []string
+	if t := conf.InsecureTLS(c.URI); t != "" {
+		w = append(w, t)
+	}
+	if c.MetricsListen != "" && conf.AllInterfaces(c.MetricsListen) {
+		_, port, _ := net.SplitHostPort(c.MetricsListen)
+		w = append(w, fmt.Sprintf("metrics_listen %s: serves the metrics on every interface of the host, to anyone who can reach port %s; "+
+			"write 127.0.0.1:%s to serve this host only", c.MetricsListen, port, port))
+	}
+	return w
 }
 
 func plural(n int, noun string) string {

@@ -242,3 +242,51 @@ func TestGlobsMeet(t *testing.T) {
 		}
 	}
 }
+
+// A configuration line check cannot place is quoted without its password.
+func TestCheckQuotesNoPassword(t *testing.T) {
+	path := write(t, t.TempDir(), "fluent-bit.conf", "uri mongodb://fbuser:s3cr3t@db1:27017/\n[OUTPUT]\n    Name mongodb\n")
+	_, err := Check(&bytes.Buffer{}, path, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") || !strings.Contains(err.Error(), `"uri mongodb://fbuser:xxxxx@db1:27017/" is outside a section`) {
+		t.Errorf("check of a line outside a section: %v", err)
+	}
+}
+
+// check warns, without failing, of a uri that turns TLS verification off
+// and of metrics served on every interface.
+func TestCheckWarnsOfExposure(t *testing.T) {
+	conf := func(uri, listen string) (int, string) {
+		path := write(t, t.TempDir(), "fluent-bit.conf", "[OUTPUT]\n    Name mongodb\n    Match *\n    Workers 1\n    Retry_Limit 5\n    uri "+uri+"\n"+listen)
+		var out bytes.Buffer
+		problems, err := Check(&out, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return problems, out.String()
+	}
+	for _, c := range []struct{ uri, listen, want string }{
+		{"mongodb://db1/?tls=true&tlsInsecure=true", "", "warning: the uri says tlsInsecure=true: TLS does not verify the server"},
+		{"mongodb://db1/?tls=true&tlsAllowInvalidCertificates=true", "", "warning: the uri says tlsAllowInvalidCertificates=true"},
+		{"mongodb://db1/?tls=true&tlsAllowInvalidHostnames=true", "", "warning: the uri says tlsAllowInvalidHostnames=true"},
+		{"mongodb://db1/", "    metrics_listen :29302\n", "warning: metrics_listen :29302: serves the metrics on every interface of the host, to anyone who can reach port 29302; write 127.0.0.1:29302"},
+		{"mongodb://db1/", "    metrics_listen 0.0.0.0:2021\n", "warning: metrics_listen 0.0.0.0:2021: serves the metrics on every interface"},
+	} {
+		problems, out := conf(c.uri, c.listen)
+		if problems != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%s %s: %d problems, want 0 and %q:\n%s", c.uri, c.listen, problems, c.want, out)
+		}
+	}
+	if problems, out := conf("mongodb://db1/?tls=true", "    metrics_listen 127.0.0.1:29302\n"); problems != 0 || strings.Contains(out, "warning") {
+		t.Errorf("verified TLS, metrics on 127.0.0.1: %d problems:\n%s", problems, out)
+	}
+}
+
+// A reserved database is a problem for check as at start-up.
+func TestCheckReservedDatabase(t *testing.T) {
+	for _, settings := range []string{"    database admin\n", "    database $TAG\n    target_overflow local\n"} {
+		problems, out := check(t, settings)
+		if problems != 1 || !strings.Contains(out, "one of MongoDB's own") {
+			t.Errorf("%q: %d problems, want 1 naming MongoDB's own databases:\n%s", settings, problems, out)
+		}
+	}
+}

@@ -203,10 +203,29 @@ func (r *Reader) Export(ctx context.Context, opt ExportOptions) (Exported, error
 }
 
 // windowFile is the path of the file of the window at, and of its
-// manifest.
+// manifest: in opt.Dir, whatever the database and collection names hold
+// (see fileSafe).
 func (r *Reader) windowFile(opt ExportOptions, at time.Time) (file, manifest string) {
-	base := filepath.Join(opt.Dir, fmt.Sprintf("%s.%s.%s.%s", r.Cfg.Database, r.Cfg.Collection, at.UTC().Format("20060102T150405Z"), keyDuration(opt.Step)))
+	base := filepath.Join(opt.Dir, fmt.Sprintf("%s.%s.%s.%s", fileSafe(r.Cfg.Database), fileSafe(r.Cfg.Collection), at.UTC().Format("20060102T150405Z"), keyDuration(opt.Step)))
 	return base + ".jsonl.gz", base + ".manifest.json"
+}
+
+// fileSafe is name made fit for a part of a file name: each '/', '\\'
+// and control byte becomes %XX, so that a collection named "x/../../y"
+// gives a file in the export folder (the name starts with the database,
+// never empty, so it is never "." or ".."). A name without those bytes
+// keeps the file name it always had.
+func fileSafe(name string) string {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '/' || c == '\\' || c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // exportWindow exports the window at, or skips it when its file is

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -459,5 +460,39 @@ func TestExportPruneKeepsABucketWhoseEntryChanged(t *testing.T) {
 	}
 	if n := count(t, db, "logs", bson.D{{Key: model.ID, Value: changed}}); n != 1 {
 		t.Errorf("the bucket whose entry changed was deleted")
+	}
+}
+
+// A collection whose name holds "../" is exported into --dir all the
+// same: its files are there, and nothing is written beside or above it.
+func TestExportStaysInDir(t *testing.T) {
+	db := testDB(t)
+	coll := "x/../../ESCAPED"
+	k := keys(t, db, "collection", coll, "bucket_key", "app", "dead_letter_ttl", "0")
+	day := time.Now().UTC().Truncate(24 * time.Hour).Add(-48 * time.Hour)
+	store(t, k, 10, rec{day.Add(time.Minute), `{"app":"a"}`}, rec{day.Add(2 * time.Minute), `{"app":"b"}`})
+	root := t.TempDir()
+	dir := filepath.Join(root, "a", "b", "out")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, lines, err := export(t, k, ExportOptions{From: day, To: day.Add(time.Hour), Step: time.Hour, Dir: dir, Rate: 100000})
+	if err != nil || res.Written != 1 || res.Records != 2 {
+		t.Fatalf("export of %q: %+v, %v\n%s", coll, res, err, strings.Join(lines, "\n"))
+	}
+	var outside []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && filepath.Dir(p) != dir {
+			outside = append(outside, p)
+		}
+		return nil
+	})
+	if len(outside) != 0 {
+		t.Errorf("files written outside --dir %s: %v", dir, outside)
+	}
+	files, mans := exported(t, dir)
+	want := fmt.Sprintf("%s.x%%2F..%%2F..%%2FESCAPED.%s.1h.jsonl.gz", db.Name(), day.Format("20060102T150405Z"))
+	if len(files[want]) != 2 || mans[want].Collection != coll {
+		t.Errorf("files %v, want %s with 2 records and a manifest naming collection %q", slices.Sorted(maps.Keys(files)), want, coll)
 	}
 }

@@ -9,7 +9,12 @@ import "strings"
 // such a name. A collection name beginning "_system." also matches as the
 // name without that '_'. A partition of a target matches once its suffix
 // is cut (see layout.Partitions).
+// A reserved database (see Reserved) matches no database template: no
+// record is written there.
 func (t *Template) Matches(name string) bool {
+	if t.kind == Database && Reserved(name) {
+		return false
+	}
 	if t.kind == Collection && strings.HasPrefix(name, "_system.") && t.matches(name[1:]) {
 		return true
 	}

@@ -29,10 +29,27 @@ func TestMatches(t *testing.T) {
 		{"logs_$TAG", Database, "logs_App", false},
 		{"logs_$TAG", Database, "logs_", false},
 		{"$a", Collection, "café", false},
+		{"$TAG", Database, "admin", false},
+		{"$db", Database, "local", false},
+		{"con$db", Database, "config", false},
+		{"$TAG", Database, "admins", true},
+		{"$TAG", Database, "local2", true},
+		{"$TAG", Collection, "admin", true},
 	} {
 		tm := mustParse(t, c.src, c.kind)
 		if got := tm.Matches(c.name); got != c.want {
 			t.Errorf("%q.Matches(%q) = %v, want %v", c.src, c.name, got, c.want)
+		}
+	}
+}
+
+// MongoDB's own databases are reserved in any case; other names that
+// hold their text are not.
+func TestReserved(t *testing.T) {
+	for name, want := range map[string]bool{"admin": true, "local": true, "config": true, "ADMIN": true, "Local": true,
+		"admins": false, "_admin": false, "configs": false, "logs": false, "": false} {
+		if got := Reserved(name); got != want {
+			t.Errorf("Reserved(%q) = %v, want %v", name, got, want)
 		}
 	}
 }

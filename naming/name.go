@@ -92,6 +92,22 @@ func (sp *spill) start(head []byte) {
 	sp.sum.Write(sp.chunk[:n])
 }
 
+// reservedDatabases are MongoDB's own databases.
+var reservedDatabases = []string{"admin", "local", "config"}
+
+// Reserved reports whether db names one of MongoDB's own databases, admin,
+// local or config, in any case (MongoDB refuses two databases whose names
+// differ only in case). A template may resolve to one: the caller must not
+// write there (sink sends such records to the overflow target).
+func Reserved(db string) bool {
+	for _, r := range reservedDatabases {
+		if strings.EqualFold(db, r) {
+			return true
+		}
+	}
+	return false
+}
+
 // system reports whether name is a collection's starting with "system.",
 // which MongoDB reserves.
 func system(name []byte, collection bool) bool {

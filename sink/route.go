@@ -108,12 +108,17 @@ func (s *Sink) dests(tag string, b *parser.Batch, res *Result) *routes {
 	if s.router == nil {
 		return nil
 	}
-	dests, over := s.router.dests(tag, b)
+	dests, over, reserved := s.router.dests(tag, b)
 	if !res.New {
 		return dests
 	}
 	res.Overflowed = over
-	if n, where := s.router.overflowed(over, dests, s.opt.Now()); n > 0 {
+	if n, dbs, where := s.router.reservedSent(reserved, dests, s.opt.Now()); n > 0 {
+		s.log.Warnf("%d records went to an overflow target since the last report (%s): their own database would be %s, which MongoDB keeps for itself "+
+			"(the plugin never writes to admin, local or config; their record placeholders are replaced by target_overflow %q)",
+			n, strings.Join(where, ", "), strings.Join(dbs, ", "), s.opt.Targets.Overflow)
+	}
+	if n, where := s.router.overflowed(over-reserved, dests, s.opt.Now()); n > 0 {
 		s.log.Warnf("%d records went to an overflow target since the last report (%s): their own target would be a new one beyond target_limit %d "+
 			"(their record placeholders are replaced by target_overflow %q); raise target_limit, or template fewer distinct values",
 			n, strings.Join(where, ", "), s.opt.Targets.Limit, s.opt.Targets.Overflow)

@@ -58,6 +58,7 @@ type router struct {
 	over     int64    // records sent to an overflow target since the last warning
 	where    []string // some of the overflow targets they went to (maxWhere)
 	lastWarn time.Time
+	reserved reservedReport // records whose own database is reserved
 
 	openMu sync.Mutex  // held while Existing runs
 	opened atomic.Bool // the existing targets are open (or cannot be listed)
@@ -113,6 +114,10 @@ type dest struct {
 	// over: 0, or 1 for a record sent to the overflow target, 2 for one
 	// sent to the overflow target whose tag is replaced too.
 	over uint8
+	// reserved: the record's own database is one of MongoDB's own
+	// (naming.Reserved), which it was sent to the overflow target instead
+	// of; "" otherwise.
+	reserved string
 }
 
 // name is the store's name of collection coll of database db.
@@ -124,17 +129,25 @@ func (rt *router) name(db, coll string) string {
 }
 
 // resolve is the destination of a record of tag (rec nil: the tag alone).
+// A record whose database would be one of MongoDB's own (admin, local,
+// config: see naming.Reserved) goes to the overflow target, or to the one
+// whose tag is replaced too when the tag gave that database. The last
+// resort, whose every placeholder reads Overflow, is never reserved
+// (conf refuses such a target_overflow).
 func (rt *router) resolve(tag string, rec bson.Raw) dest {
 	db, coll, _ := rt.t.Target.Resolve(tag, rec)
-	if rt.set.Admit(db, coll) {
+	reserved := ""
+	if naming.Reserved(db) {
+		reserved = db
+	} else if rt.set.Admit(db, coll) {
 		return dest{coll: rt.name(db, coll)}
 	}
 	db, coll = rt.t.Target.Overflowed(tag, rt.t.Overflow)
-	if rt.overflow.Admit(db, coll) {
-		return dest{coll: rt.name(db, coll), over: 1}
+	if !naming.Reserved(db) && rt.overflow.Admit(db, coll) {
+		return dest{coll: rt.name(db, coll), over: 1, reserved: reserved}
 	}
 	db, coll = rt.t.Target.OverflowedAll(rt.t.Overflow)
-	return dest{coll: rt.name(db, coll), over: 2}
+	return dest{coll: rt.name(db, coll), over: 2, reserved: reserved}
 }
 
 // deadLetter is the dead-letter collection of a record of tag (rec nil:
@@ -154,6 +167,44 @@ func (rt *router) deadLetter(tag string, rec bson.Raw, d dest) string {
 	return rt.name(db, coll)
 }
 
+// reservedReport gathers the records sent to an overflow target because
+// their own database is reserved, between two warnings.
+type reservedReport struct {
+	n        int64
+	dbs      []string // the reserved databases they named (at most three)
+	where    []string // some of the overflow targets they went to (maxWhere)
+	lastWarn time.Time
+}
+
+// reservedSent counts n records of r sent to an overflow target because
+// their database is reserved and returns, at most once per
+// overflowWarnEvery, how many were since it last did (0: nothing to say
+// yet), the reserved databases they named and some of the targets they
+// went to.
+func (rt *router) reservedSent(n int, r *routes, now time.Time) (int64, []string, []string) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rp := &rt.reserved
+	rp.n += int64(n)
+	for _, d := range r.table {
+		if d.reserved == "" {
+			continue
+		}
+		if len(rp.dbs) < 3 && !slices.Contains(rp.dbs, d.reserved) {
+			rp.dbs = append(rp.dbs, d.reserved)
+		}
+		if len(rp.where) < maxWhere && !slices.Contains(rp.where, d.coll) {
+			rp.where = append(rp.where, d.coll)
+		}
+	}
+	if rp.n == 0 || now.Sub(rp.lastWarn) < overflowWarnEvery {
+		return 0, nil, nil
+	}
+	n64, dbs, where := rp.n, rp.dbs, rp.where
+	*rp = reservedReport{lastWarn: now}
+	return n64, dbs, where
+}
+
 // routes are where a chunk's records go: table holds the distinct
 // destinations, at the index in table of each record's (by position in
 // the batch's Records; nil: every record goes to table[0]).
@@ -171,13 +222,14 @@ func (r *routes) of(i int) dest {
 }
 
 // dests resolves the destination of each record of b and counts those
-// sent to an overflow target. A template of the tag alone is resolved
+// sent to an overflow target, and among them those whose own database is
+// reserved. A template of the tag alone is resolved
 // once; records whose field values are equal share a destination, resolved
 // once (see naming.Pair.AppendKey).
-func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over int) {
+func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over, reserved int) {
 	r = &routes{}
 	if len(b.Records) == 0 {
-		return r, 0
+		return r, 0, 0
 	}
 	if rt.t.Target.Database.TagOnly() && rt.t.Target.Collection.TagOnly() {
 		d := rt.resolve(tag, nil)
@@ -185,7 +237,10 @@ func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over int) {
 		if d.over > 0 {
 			over = len(b.Records)
 		}
-		return r, over
+		if d.reserved != "" {
+			reserved = len(b.Records)
+		}
+		return r, over, reserved
 	}
 	r.at = make([]int32, len(b.Records))
 	seen := map[string]int32{}
@@ -202,8 +257,11 @@ func (rt *router) dests(tag string, b *parser.Batch) (r *routes, over int) {
 		if r.at[i] = j; r.table[j].over > 0 {
 			over++
 		}
+		if r.table[j].reserved != "" {
+			reserved++
+		}
 	}
-	return r, over
+	return r, over, reserved
 }
 
 // overflowed counts n records sent to overflow targets (some of them in
@@ -215,7 +273,7 @@ func (rt *router) overflowed(n int, r *routes, now time.Time) (int64, []string) 
 	defer rt.mu.Unlock()
 	rt.over += int64(n)
 	for _, d := range r.table {
-		if d.over > 0 && len(rt.where) < maxWhere && !slices.Contains(rt.where, d.coll) {
+		if d.over > 0 && d.reserved == "" && len(rt.where) < maxWhere && !slices.Contains(rt.where, d.coll) {
 			rt.where = append(rt.where, d.coll)
 		}
 	}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 func testRouter(t testing.TB, db, coll string, limit int) *router {
@@ -184,5 +188,58 @@ func TestFlushWaitsForExistingTargets(t *testing.T) {
 	}
 	if tot := s.Totals(); tot.Chunks != 1 || tot.Records != 3 {
 		t.Errorf("totals: %+v, want 1 chunk of 3 records", tot)
+	}
+}
+
+// dbRecord is a record whose field db is db.
+func dbRecord(db string) bson.Raw {
+	raw, _ := bson.Marshal(bson.D{{Key: "db", Value: db}})
+	return raw
+}
+
+// A record whose database would be one of MongoDB's own (admin, local,
+// config, in any case) goes to the overflow target, its dead letters
+// beside it; it takes no place among the targets target_limit admits. A
+// database of the tag that is reserved sends the record to the overflow
+// target whose tag is replaced too.
+func TestRouterReservedDatabase(t *testing.T) {
+	rt := testRouter(t, "$db", "x1", 1)
+	for _, db := range []string{"admin", "local", "config", "ADMIN", "Local"} {
+		got := rt.resolve("app", dbRecord(db))
+		if want := (dest{coll: "other.x1", over: 1, reserved: strings.ToLower(db)}); got != want {
+			t.Errorf("db %s: %+v, want %+v", db, got, want)
+		}
+		if dl := rt.deadLetter("app", dbRecord(db), got); dl != "other.x1_dead" {
+			t.Errorf("db %s: dead letters to %s, want other.x1_dead", db, dl)
+		}
+	}
+	if got := rt.resolve("app", dbRecord("app")); got != (dest{coll: "app.x1"}) {
+		t.Errorf("db app after the reserved ones: %+v, want its own target (the reserved took no place)", got)
+	}
+
+	rt = testRouter(t, "$TAG", "fromtag", 10)
+	for _, tag := range []string{"ADMIN", "local", "config"} {
+		if got := rt.resolve(tag, nil); got != (dest{coll: "other.fromtag", over: 2, reserved: strings.ToLower(tag)}) {
+			t.Errorf("tag %s: %+v", tag, got)
+		}
+	}
+	if got := rt.resolve("admins", nil); got != (dest{coll: "admins.fromtag"}) {
+		t.Errorf("tag admins: %+v", got)
+	}
+
+	// Each record is counted, and the warning names the databases and
+	// where the records went.
+	b := &parser.Batch{Records: []parser.Record{{Doc: []byte(dbRecord("admin"))}, {Doc: []byte(dbRecord("app"))}, {Doc: []byte(dbRecord("local"))}}}
+	rt = testRouter(t, "$db", "x1", 10)
+	r, over, reserved := rt.dests("t", b)
+	if over != 2 || reserved != 2 {
+		t.Errorf("dests: %d overflowed, %d reserved, want 2 and 2", over, reserved)
+	}
+	n, dbs, where := rt.reservedSent(reserved, r, time.Now())
+	if n != 2 || !slices.Equal(dbs, []string{"admin", "local"}) || !slices.Equal(where, []string{"other.x1"}) {
+		t.Errorf("reservedSent: %d, %v, %v", n, dbs, where)
+	}
+	if n, _ := rt.overflowed(over-reserved, r, time.Now()); n != 0 {
+		t.Errorf("the reserved records counted as beyond target_limit: %d", n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -688,4 +689,49 @@ func storedIn(t *testing.T, e *env, ids []string) map[string]string {
 	}
 	checkOnce(t, count, ids...)
 	return where
+}
+
+// A record whose database would be one of MongoDB's own (admin, local,
+// config, in any case), from a field or from the tag, is stored in the
+// overflow target instead, and the plugin says why: nothing is written
+// to admin, local or config.
+func TestTargetsReservedDatabase(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	client := e.db.Client()
+	sfx := strings.ToLower(strconv.FormatInt(time.Now().UnixNano()%1e12, 36))
+	spill, coll, fromTag := "spill_"+sfx, "x_"+sfx, "fromtag_"+sfx
+	t.Cleanup(func() { _ = client.Database(spill).Drop(context.Background()) })
+	at := time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
+	var recs [][]byte
+	for i, db := range []string{"admin", "local", "config", "ADMIN"} {
+		recs = append(recs, record(t, at.Add(time.Duration(i)*time.Millisecond), kv{"id", "r" + db}, kv{"db", db}))
+	}
+	dir := t.TempDir()
+	e.init("a", e.props("database", "$db", "collection", coll, "target_overflow", spill, "mode", "flat"))
+	e.init("b", e.props("database", "$TAG", "collection", fromTag, "target_overflow", spill, "mode", "flat"))
+	e.mustFlush("a", "app", chunkFile(t, dir, "c", recs...))
+	if want := "4 records went to an overflow target since the last report (" + spill + "." + coll + "): their own database would be admin, local, config, which MongoDB keeps for itself"; !waitLog(e.host, want) {
+		t.Errorf("no warning %q:\n%s", want, e.host.Stderr())
+	}
+	e.mustFlush("b", "ADMIN", chunkFile(t, dir, "t", record(t, at, kv{"id", "tag"})))
+	e.exit("a")
+	e.exit("b")
+
+	sub := &env{t: t, srv: e.srv, db: client.Database(spill), dbName: spill}
+	count, _ := sub.storedIDs(coll)
+	checkOnce(t, count, "radmin", "rlocal", "rconfig", "rADMIN")
+	count, _ = sub.storedIDs(fromTag)
+	checkOnce(t, count, "tag")
+	for _, db := range []string{"admin", "local", "config"} {
+		names, err := client.Database(db).ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if strings.HasSuffix(n, sfx) {
+				t.Errorf("%s.%s was written", db, n)
+			}
+		}
+	}
 }
