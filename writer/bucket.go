@@ -59,6 +59,12 @@ type Buckets struct {
 	mu     sync.Mutex
 	groups map[string]*groupState
 	tick   uint64
+	// scanAt is the size of groups at which evict looks for states to
+	// drop next: after a look that left many (held by flushes in
+	// progress), not before the map has doubled, so that a chunk of
+	// many groups costs a look per doubling, not one per group.
+	scanAt int
+	scans  int // walks of groups, for tests
 	// buffers holds the byte slices updates are built in: an update is
 	// not referenced once the store has sent it.
 	buffers sync.Pool
@@ -207,21 +213,43 @@ func (b *Buckets) acquire(ctx context.Context, id string) (*groupState, error) {
 func (st *groupState) release() { <-st.lock }
 
 // evict drops the least recently used unlocked group states when there are
-// too many. Called with b.mu held.
+// too many. Called with b.mu held. Its cost, a walk of the states, comes
+// at most once per doubling of the states (see scanAt): the states a
+// flush holds cannot go, and a chunk of many groups holds them all.
 func (b *Buckets) evict() {
 	limit := cmp.Or(b.cfg.MaxGroups, maxGroups)
-	if len(b.groups) < limit {
+	if len(b.groups) < max(limit, b.scanAt) {
 		return
 	}
-	var oldest []string
+	b.scan(limit)
+}
+
+// scan drops the unlocked group states not used in the last limit/2 uses.
+// Called with b.mu held.
+func (b *Buckets) scan(limit int) {
+	b.scans++
 	cut := b.tick - uint64(limit/2)
 	for id, st := range b.groups {
 		if st.used < cut && len(st.lock) == 0 {
-			oldest = append(oldest, id)
+			delete(b.groups, id)
 		}
 	}
-	for _, id := range oldest {
-		delete(b.groups, id)
+	b.scanAt = 2 * len(b.groups)
+}
+
+// trim, after a flush that held more group states than limit allows,
+// drops those no flush holds: the memory a chunk of many groups took is
+// given back when it ends, at the cost of one walk, which that chunk's
+// records pay for.
+func (b *Buckets) trim(held int) {
+	limit := cmp.Or(b.cfg.MaxGroups, maxGroups)
+	if held <= limit/2 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.groups) > limit {
+		b.scan(limit)
 	}
 }
 
@@ -275,6 +303,7 @@ func (b *Buckets) Write(ctx context.Context, chunkID string, groups []*bucketer.
 		for _, st := range held {
 			st.release()
 		}
+		b.trim(len(held))
 	}()
 	if err != nil {
 		return nil, err

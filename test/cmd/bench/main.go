@@ -59,6 +59,8 @@ func main() {
 	e2e := flag.Bool("e2e", true, "also write to the test server (or MONGO_URI)")
 	delay := flag.Duration("latency", 20*time.Millisecond, "the delay the latency proxy adds to every server reply")
 	profile := flag.String("cpuprofile", "", "write a CPU profile of the transcode path (every fixture) to this file")
+	keys := flag.Int("keys", keyCounts[len(keyCounts)-1], "measure chunks of up to this many distinct bucket keys")
+	only := flag.Bool("keys-only", false, "measure only the keys table")
 	flag.Parse()
 	testing.Init()
 	if *profile != "" {
@@ -67,7 +69,14 @@ func main() {
 			os.Exit(1)
 		}
 	}
-	over, err := run(*e2e, *delay)
+	if *only {
+		if err := keyRows(*keys); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	over, err := run(*e2e, *delay, *keys)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -82,7 +91,7 @@ func main() {
 	}
 }
 
-func run(e2e bool, delay time.Duration) ([]string, error) {
+func run(e2e bool, delay time.Duration, keys int) ([]string, error) {
 	fmt.Println("CPU per chunk (5000 records), measured side by side in this run:")
 	fmt.Printf("%-20s %-22s %14s %12s %10s\n", "fixture", "path", "records/s", "allocs/rec", "B/rec")
 	for _, w := range workloads {
@@ -115,6 +124,9 @@ func run(e2e bool, delay time.Duration) ([]string, error) {
 		return nil, err
 	}
 	if err := targetRows(); err != nil {
+		return nil, err
+	}
+	if err := keyRows(keys); err != nil {
 		return nil, err
 	}
 	if !e2e {
