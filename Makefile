@@ -3,7 +3,12 @@ GO ?= go
 SO := build/out_mongodb.so
 SOURCES := $(shell find . -path ./test -prune -o -name '*.go' -not -name '*_test.go' -print) go.mod go.sum
 # Packages that must build without cgo: everything but plugin/.
-PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/...
+PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/... ./version/...
+# The version goes into one place, package version, through -ldflags -X:
+# the plugin's start-up line, `mongolog version` and the build_info metric
+# say it. Outside a git checkout it is dev.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION_FLAG := -X github.com/fluent-bit-out-mongodb/out_mongodb/version.Version=$(VERSION)
 # Fuzz budgets are counts of executions, not durations: with a duration,
 # Go 1.26's fuzz coordinator can report "context deadline exceeded" at the
 # deadline on a loaded machine (golang/go#75804, fixed in Go 1.27), failing
@@ -16,12 +21,12 @@ build: $(SO) build/mongolog
 
 $(SO): $(SOURCES)
 	@mkdir -p build
-	$(GO) build -buildmode=c-shared -o $(SO) ./plugin
+	$(GO) build -buildmode=c-shared -ldflags "$(VERSION_FLAG)" -o $(SO) ./plugin
 	@rm -f build/out_mongodb.h
 
 build/mongolog: $(SOURCES)
 	@mkdir -p build
-	CGO_ENABLED=0 $(GO) build -o build/mongolog ./cmd/mongolog
+	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_FLAG)" -o build/mongolog ./cmd/mongolog
 
 # Everything: unit tests (with the race detector), integration tests of the
 # real .so against the test server (or MONGO_URI), and a short fuzz run.
