@@ -27,9 +27,6 @@ import (
 // maxSlots bounds the live instances of one placement on one host.
 const maxSlots = 64
 
-// lockDir holds the slots' lock files.
-var lockDir = filepath.Join(os.TempDir(), "out_mongodb-agents")
-
 // claimAgent returns this instance's identity and the lock file holding
 // its slot (nil when none could be taken: the identity is then unique to
 // this process, and a resend after a restart is stored again).
@@ -44,6 +41,7 @@ func claimAgent(cfg *conf.Config) (string, *os.File, error) {
 	}
 	h := sha256.Sum256([]byte(agent + "\x00" + cfg.URI + "\x00" + cfg.Database + "\x00" + cfg.Collection + "\x00" + string(cfg.Mode)))
 	place := hex.EncodeToString(h[:8])
+	lockDir := cfg.LockDir // holds the slots' lock files (lock_dir)
 	if err := os.MkdirAll(lockDir, 0o777); err != nil {
 		return unique(agent), nil, fmt.Errorf("cannot create %s for the agent's slot: %v", lockDir, err)
 	}
