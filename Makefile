@@ -3,7 +3,7 @@ GO ?= go
 SO := build/out_mongodb.so
 SOURCES := $(shell find . -path ./test -prune -o -name '*.go' -not -name '*_test.go' -print) go.mod go.sum
 # Packages that must build without cgo: everything but plugin/.
-PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/... ./version/...
+PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/... ./version/... ./deploy/...
 # The version goes into one place, package version, through -ldflags -X:
 # the plugin's start-up line, `mongolog version` and the build_info metric
 # say it. Outside a git checkout it is dev.
@@ -15,7 +15,7 @@ VERSION_FLAG := -X github.com/fluent-bit-out-mongodb/out_mongodb/version.Version
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration fuzz-short fuzz sim run serve bench soak clean
+.PHONY: build test unit integration fuzz-short fuzz sim run serve bench soak dist clean
 
 build: $(SO) build/mongolog
 
@@ -43,6 +43,32 @@ unit:
 integration: build
 	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -race -count=1 -timeout 20m -run 'BoundaryRace|BoundaryExit' ./e2e/
+
+# Release artefacts in dist/: for each of DIST_ARCHS the plugin
+# (out_mongodb-$(VERSION)-linux-ARCH.so, cgo, built with CC_ARCH) and
+# mongolog (mongolog-$(VERSION)-linux-ARCH, no cgo), stripped, then
+# dist/SHA256SUMS. Each .so's glibc floor (the highest GLIBC_x.y symbol
+# version it needs) is printed and checked against the floor the README
+# states for its platform (tools/glibc-floor).
+DIST_ARCHS := amd64 arm64
+CC_amd64 ?= gcc
+CC_arm64 ?= aarch64-linux-gnu-gcc
+DIST_PKG_amd64 := gcc
+DIST_PKG_arm64 := gcc-aarch64-linux-gnu
+DIST_LDFLAGS = -s -w $(VERSION_FLAG)
+
+dist: $(addprefix dist-,$(DIST_ARCHS))
+	cd dist && sha256sum $(foreach a,$(DIST_ARCHS),out_mongodb-$(VERSION)-linux-$(a).so mongolog-$(VERSION)-linux-$(a)) > SHA256SUMS
+	@ls -l dist
+	@cat dist/SHA256SUMS
+
+dist-%:
+	@command -v $(CC_$*) >/dev/null 2>&1 || { echo "make dist: the C compiler for linux/$*, $(CC_$*), is not installed: the plugin is built with cgo. On Debian or Ubuntu: apt-get install $(DIST_PKG_$*) (or set CC_$*=... to another compiler)" >&2; exit 1; }
+	@mkdir -p dist
+	CGO_ENABLED=1 GOOS=linux GOARCH=$* CC=$(CC_$*) $(GO) build -buildmode=c-shared -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/out_mongodb-$(VERSION)-linux-$*.so ./plugin
+	@rm -f dist/out_mongodb-$(VERSION)-linux-$*.h
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/mongolog-$(VERSION)-linux-$* ./cmd/mongolog
+	@sh tools/glibc-floor dist/out_mongodb-$(VERSION)-linux-$*.so linux/$* README.md
 
 # The delivery simulator for SEEDS seeded runs from seed FROM: runs/s,
 # faults injected by kind, the oracle's counts, and the first broken
@@ -91,4 +117,4 @@ bench: build
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) run ./cmd/bench
 
 clean:
-	rm -rf build
+	rm -rf build dist

@@ -1,0 +1,3 @@
+// Package deploy holds no code: its test holds what deploys the plugin to
+// what the README says.
+package deploy
