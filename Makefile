@@ -15,7 +15,7 @@ VERSION_FLAG := -X github.com/fluent-bit-out-mongodb/out_mongodb/version.Version
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration fuzz-short fuzz sim run serve bench soak dist clean
+.PHONY: build test unit integration arm64-test arm64-test-if-tools fuzz-short fuzz sim run serve bench soak dist clean
 
 build: $(SO) build/mongolog
 
@@ -29,8 +29,10 @@ build/mongolog: $(SOURCES)
 	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_FLAG)" -o build/mongolog ./cmd/mongolog
 
 # Everything: unit tests (with the race detector), integration tests of the
-# real .so against the test server (or MONGO_URI), and a short fuzz run.
-test: unit integration fuzz-short
+# real .so against the test server (or MONGO_URI), the arm64 build under
+# emulation (when the cross compiler and qemu are installed; .ci/run
+# installs them), and a short fuzz run.
+test: unit integration arm64-test-if-tools fuzz-short
 
 unit:
 	CGO_ENABLED=0 $(GO) vet $(PURE)
@@ -69,6 +71,31 @@ dist-%:
 	@rm -f dist/out_mongodb-$(VERSION)-linux-$*.h
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/mongolog-$(VERSION)-linux-$* ./cmd/mongolog
 	@sh tools/glibc-floor dist/out_mongodb-$(VERSION)-linux-$*.so linux/$* README.md
+
+# The arm64 plugin and mongolog of make dist under user-mode emulation
+# against the test server (native): an arm64 host harness (fbhost, built
+# with the cross compiler) loads the .so and flushes a chunk twice, the
+# arm64 mongolog reads it back, each record once. Needs the cross compiler
+# and its C library (gcc-aarch64-linux-gnu, libc6-dev-arm64-cross) and
+# qemu-aarch64 (qemu-user); it runs binaries as `qemu-aarch64 -L
+# $(ARM64_SYSROOT) BIN`, so no binfmt set-up is needed.
+QEMU_AARCH64 ?= qemu-aarch64
+ARM64_SYSROOT ?= /usr/aarch64-linux-gnu
+arm64-test: dist-arm64
+	@command -v $(QEMU_AARCH64) >/dev/null 2>&1 || { echo "make arm64-test: $(QEMU_AARCH64) is not installed: apt-get install qemu-user" >&2; exit 1; }
+	@test -d $(ARM64_SYSROOT)/lib || { echo "make arm64-test: no arm64 C library in $(ARM64_SYSROOT): apt-get install libc6-dev-arm64-cross" >&2; exit 1; }
+	cd test && ARM64_SO=$(abspath dist/out_mongodb-$(VERSION)-linux-arm64.so) ARM64_MONGOLOG=$(abspath dist/mongolog-$(VERSION)-linux-arm64) \
+		ARM64_CC=$(CC_arm64) QEMU_AARCH64=$(QEMU_AARCH64) ARM64_SYSROOT=$(ARM64_SYSROOT) \
+		$(GO) test -count=1 -v -run '^TestArm64StoreAndReadBack$$' ./arm64/
+
+# make test runs arm64-test when the cross compiler and qemu are there, and
+# says why not otherwise.
+arm64-test-if-tools:
+	@if command -v $(CC_arm64) >/dev/null 2>&1 && command -v $(QEMU_AARCH64) >/dev/null 2>&1 && test -d $(ARM64_SYSROOT)/lib; then \
+		$(MAKE) --no-print-directory arm64-test; \
+	else \
+		echo "SKIP arm64-test: $(CC_arm64), $(QEMU_AARCH64) or $(ARM64_SYSROOT) missing (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user; .ci/run does)"; \
+	fi
 
 # The delivery simulator for SEEDS seeded runs from seed FROM: runs/s,
 # faults injected by kind, the oracle's counts, and the first broken
