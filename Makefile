@@ -51,7 +51,8 @@ integration: build
 # mongolog (mongolog-$(VERSION)-linux-ARCH, no cgo), stripped, then
 # dist/SHA256SUMS. Each .so's glibc floor (the highest GLIBC_x.y symbol
 # version it needs) is printed and checked against the floor the README
-# states for its platform (tools/glibc-floor).
+# states for its platform (tools/glibc-floor), or against GLIBC_MAX
+# (GLIBC_x.y) when set: the image's build holds it to the image's glibc.
 DIST_ARCHS := amd64 arm64
 CC_amd64 ?= gcc
 CC_arm64 ?= aarch64-linux-gnu-gcc
@@ -70,7 +71,7 @@ dist-%:
 	CGO_ENABLED=1 GOOS=linux GOARCH=$* CC=$(CC_$*) $(GO) build -buildmode=c-shared -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/out_mongodb-$(VERSION)-linux-$*.so ./plugin
 	@rm -f dist/out_mongodb-$(VERSION)-linux-$*.h
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/mongolog-$(VERSION)-linux-$* ./cmd/mongolog
-	@sh tools/glibc-floor dist/out_mongodb-$(VERSION)-linux-$*.so linux/$* README.md
+	@sh tools/glibc-floor dist/out_mongodb-$(VERSION)-linux-$*.so linux/$* README.md $(GLIBC_MAX)
 
 # The arm64 plugin and mongolog of make dist under user-mode emulation
 # against the test server (native): an arm64 host harness (fbhost, built

@@ -1,3 +1,3 @@
-// Package deploy holds no code: its test holds what deploys the plugin to
-// what the README says.
+// Package deploy holds no code: its test holds the container image recipe
+// (../Dockerfile) to what the README and make dist say.
 package deploy
