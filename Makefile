@@ -43,6 +43,7 @@ unit:
 	$(GO) test -count=1 -run '^TestSimulate$$' ./sim
 
 integration: build
+	@sh tools/glibc-floor $(SO) linux/$(shell $(GO) env GOARCH) README.md
 	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -race -count=1 -timeout 20m -run 'BoundaryRace|BoundaryExit' ./e2e/
 

@@ -663,3 +663,20 @@ func TestReadmeDeploySection(t *testing.T) {
 		}
 	}
 }
+
+// make dist names the package to install when a cross compiler is missing,
+// before it builds anything.
+func TestDistSaysWhatToInstall(t *testing.T) {
+	cmd := exec.Command("make", "dist-arm64", "CC_arm64=no-such-gcc-for-the-test", "VERSION=v9.9.9-test")
+	cmd.Dir = ".."
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("make dist-arm64 without its compiler succeeded:\n%s", out)
+	}
+	if !strings.Contains(string(out), "no-such-gcc-for-the-test, is not installed") || !strings.Contains(string(out), "apt-get install gcc-aarch64-linux-gnu") {
+		t.Errorf("make dist-arm64 without its compiler says:\n%s", out)
+	}
+	if _, err := os.Stat("../dist/out_mongodb-v9.9.9-test-linux-arm64.so"); err == nil {
+		t.Error("make dist-arm64 without its compiler built the plugin")
+	}
+}
