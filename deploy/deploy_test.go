@@ -91,11 +91,19 @@ func dockerfile(t *testing.T) []instruction {
 	return out
 }
 
+// makeCommand is make with args in the repository's root, free of the
+// flags of a make this test may run under (make test).
+func makeCommand(args ...string) *exec.Cmd {
+	cmd := exec.Command("make", args...)
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=", "MFLAGS=")
+	return cmd
+}
+
 // makeOutputs are the files `make -n dist-ARCH` says it writes (-o).
 func makeOutputs(t *testing.T, arch, version string) []string {
 	t.Helper()
-	cmd := exec.Command("make", "-n", "dist-"+arch, "VERSION="+version)
-	cmd.Dir = ".."
+	cmd := makeCommand("-n", "dist-"+arch, "VERSION="+version)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make -n dist-%s: %v\n%s", arch, err, out)
@@ -667,8 +675,7 @@ func TestReadmeDeploySection(t *testing.T) {
 // make dist names the package to install when a cross compiler is missing,
 // before it builds anything.
 func TestDistSaysWhatToInstall(t *testing.T) {
-	cmd := exec.Command("make", "dist-arm64", "CC_arm64=no-such-gcc-for-the-test", "VERSION=v9.9.9-test")
-	cmd.Dir = ".."
+	cmd := makeCommand("dist-arm64", "CC_arm64=no-such-gcc-for-the-test", "VERSION=v9.9.9-test")
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("make dist-arm64 without its compiler succeeded:\n%s", out)
