@@ -3,29 +3,36 @@ GO ?= go
 SO := build/out_mongodb.so
 SOURCES := $(shell find . -path ./test -prune -o -name '*.go' -not -name '*_test.go' -print) go.mod go.sum
 # Packages that must build without cgo: everything but plugin/.
-PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/...
+PURE := ./bsonscan/... ./errkind/... ./naming/... ./conf/... ./model/... ./parser/... ./bucketer/... ./writer/... ./sink/... ./instance/... ./layout/... ./metrics/... ./fbconf/... ./mongolog/... ./cmd/... ./sim/... ./version/... ./deploy/...
+# The version goes into one place, package version, through -ldflags -X:
+# the plugin's start-up line, `mongolog version` and the build_info metric
+# say it. Outside a git checkout it is dev.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION_FLAG := -X github.com/fluent-bit-out-mongodb/out_mongodb/version.Version=$(VERSION)
 # Fuzz budgets are counts of executions, not durations: with a duration,
 # Go 1.26's fuzz coordinator can report "context deadline exceeded" at the
 # deadline on a loaded machine (golang/go#75804, fixed in Go 1.27), failing
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration fuzz-short fuzz sim run serve bench soak clean
+.PHONY: build test unit integration arm64-test arm64-test-if-tools fuzz-short fuzz sim run serve bench soak dist clean
 
 build: $(SO) build/mongolog
 
 $(SO): $(SOURCES)
 	@mkdir -p build
-	$(GO) build -buildmode=c-shared -o $(SO) ./plugin
+	$(GO) build -buildmode=c-shared -ldflags "$(VERSION_FLAG)" -o $(SO) ./plugin
 	@rm -f build/out_mongodb.h
 
 build/mongolog: $(SOURCES)
 	@mkdir -p build
-	CGO_ENABLED=0 $(GO) build -o build/mongolog ./cmd/mongolog
+	CGO_ENABLED=0 $(GO) build -ldflags "$(VERSION_FLAG)" -o build/mongolog ./cmd/mongolog
 
 # Everything: unit tests (with the race detector), integration tests of the
-# real .so against the test server (or MONGO_URI), and a short fuzz run.
-test: unit integration fuzz-short
+# real .so against the test server (or MONGO_URI), the arm64 build under
+# emulation (when the cross compiler and qemu are installed; .ci/run
+# installs them), and a short fuzz run.
+test: unit integration arm64-test-if-tools fuzz-short
 
 unit:
 	CGO_ENABLED=0 $(GO) vet $(PURE)
@@ -36,8 +43,61 @@ unit:
 	$(GO) test -count=1 -run '^TestSimulate$$' ./sim
 
 integration: build
+	@sh tools/glibc-floor $(SO) linux/$(shell $(GO) env GOARCH) README.md
 	cd test && $(GO) vet ./... && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -count=1 -timeout 20m ./...
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) test -race -count=1 -timeout 20m -run 'BoundaryRace|BoundaryExit' ./e2e/
+
+# Release artefacts in dist/: for each of DIST_ARCHS the plugin
+# (out_mongodb-$(VERSION)-linux-ARCH.so, cgo, built with CC_ARCH) and
+# mongolog (mongolog-$(VERSION)-linux-ARCH, no cgo), stripped, then
+# dist/SHA256SUMS. Each .so's glibc floor (the highest GLIBC_x.y symbol
+# version it needs) is printed and checked against the floor the README
+# states for its platform (tools/glibc-floor), or against GLIBC_MAX
+# (GLIBC_x.y) when set: the image's build holds it to the image's glibc.
+DIST_ARCHS := amd64 arm64
+CC_amd64 ?= gcc
+CC_arm64 ?= aarch64-linux-gnu-gcc
+DIST_PKG_amd64 := gcc
+DIST_PKG_arm64 := gcc-aarch64-linux-gnu
+DIST_LDFLAGS = -s -w $(VERSION_FLAG)
+
+dist: $(addprefix dist-,$(DIST_ARCHS))
+	cd dist && sha256sum $(foreach a,$(DIST_ARCHS),out_mongodb-$(VERSION)-linux-$(a).so mongolog-$(VERSION)-linux-$(a)) > SHA256SUMS
+	@ls -l dist
+	@cat dist/SHA256SUMS
+
+dist-%:
+	@command -v $(CC_$*) >/dev/null 2>&1 || { echo "make dist: the C compiler for linux/$*, $(CC_$*), is not installed: the plugin is built with cgo. On Debian or Ubuntu: apt-get install $(DIST_PKG_$*) (or set CC_$*=... to another compiler)" >&2; exit 1; }
+	@mkdir -p dist
+	CGO_ENABLED=1 GOOS=linux GOARCH=$* CC=$(CC_$*) $(GO) build -buildmode=c-shared -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/out_mongodb-$(VERSION)-linux-$*.so ./plugin
+	@rm -f dist/out_mongodb-$(VERSION)-linux-$*.h
+	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -ldflags "$(DIST_LDFLAGS)" -o dist/mongolog-$(VERSION)-linux-$* ./cmd/mongolog
+	@sh tools/glibc-floor dist/out_mongodb-$(VERSION)-linux-$*.so linux/$* README.md $(GLIBC_MAX)
+
+# The arm64 plugin and mongolog of make dist under user-mode emulation
+# against the test server (native): an arm64 host harness (fbhost, built
+# with the cross compiler) loads the .so and flushes a chunk twice, the
+# arm64 mongolog reads it back, each record once. Needs the cross compiler
+# and its C library (gcc-aarch64-linux-gnu, libc6-dev-arm64-cross) and
+# qemu-aarch64 (qemu-user); it runs binaries as `qemu-aarch64 -L
+# $(ARM64_SYSROOT) BIN`, so no binfmt set-up is needed.
+QEMU_AARCH64 ?= qemu-aarch64
+ARM64_SYSROOT ?= /usr/aarch64-linux-gnu
+arm64-test: dist-arm64
+	@command -v $(QEMU_AARCH64) >/dev/null 2>&1 || { echo "make arm64-test: $(QEMU_AARCH64) is not installed: apt-get install qemu-user" >&2; exit 1; }
+	@test -d $(ARM64_SYSROOT)/lib || { echo "make arm64-test: no arm64 C library in $(ARM64_SYSROOT): apt-get install libc6-dev-arm64-cross" >&2; exit 1; }
+	cd test && ARM64_SO=$(abspath dist/out_mongodb-$(VERSION)-linux-arm64.so) ARM64_MONGOLOG=$(abspath dist/mongolog-$(VERSION)-linux-arm64) \
+		ARM64_CC=$(CC_arm64) QEMU_AARCH64=$(QEMU_AARCH64) ARM64_SYSROOT=$(ARM64_SYSROOT) \
+		$(GO) test -count=1 -v -run '^TestArm64StoreAndReadBack$$' ./arm64/
+
+# make test runs arm64-test when the cross compiler and qemu are there, and
+# says why not otherwise.
+arm64-test-if-tools:
+	@if command -v $(CC_arm64) >/dev/null 2>&1 && command -v $(QEMU_AARCH64) >/dev/null 2>&1 && test -d $(ARM64_SYSROOT)/lib; then \
+		$(MAKE) --no-print-directory arm64-test; \
+	else \
+		echo "SKIP arm64-test: $(CC_arm64), $(QEMU_AARCH64) or $(ARM64_SYSROOT) missing (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user; .ci/run does)"; \
+	fi
 
 # The delivery simulator for SEEDS seeded runs from seed FROM: runs/s,
 # faults injected by kind, the oracle's counts, and the first broken
@@ -86,4 +146,4 @@ bench: build
 	cd test && OUT_MONGODB_SO=$(abspath $(SO)) $(GO) run ./cmd/bench
 
 clean:
-	rm -rf build
+	rm -rf build dist

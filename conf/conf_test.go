@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -89,6 +91,7 @@ func defaultConfig() *Config {
 		TargetOverflow:       "other",
 		TargetLimit:          1000,
 		Targets:              staticTargets("fluentbit", "logs", "logs_dead"),
+		LockDir:              filepath.Join(os.TempDir(), "out_mongodb-agents-"+strconv.Itoa(os.Geteuid())),
 	}
 }
 
@@ -242,6 +245,8 @@ func TestValidValues(t *testing.T) {
 		{[]string{"max_inflight", "64"}, func(c *Config) any { return c.MaxInflight }, 64},
 		{[]string{"write_batch", "1"}, func(c *Config) any { return c.WriteBatch }, 1},
 		{[]string{"metrics_listen", ":2021"}, func(c *Config) any { return c.MetricsListen }, ":2021"},
+		{[]string{"lock_dir", "/var/lib/fluent-bit/locks/"}, func(c *Config) any { return c.LockDir }, "/var/lib/fluent-bit/locks"},
+		{[]string{"lock_dir", "$TMPDIR/agents"}, func(c *Config) any { return c.LockDir }, filepath.Join(os.TempDir(), "agents")},
 		{[]string{"write_batch", "1000"}, func(c *Config) any { return c.WriteBatch }, 1000},
 		{[]string{"shard_key", "None"}, func(c *Config) any { return c.ShardKey }, []ShardField(nil)},
 		{[]string{"shard_key", "hashed_id"}, func(c *Config) any { return c.ShardKey }, []ShardField{{Name: "_id", Hashed: true}}},
@@ -425,6 +430,8 @@ func TestInvalidValues(t *testing.T) {
 		{[]string{"idempotent", "enabled"}, `idempotent: invalid value "enabled": use on/off, true/false, yes/no or 1/0`},
 		{[]string{"max_inflight", "0"}, `max_inflight: invalid value "0": must be a whole number between 1 and 64`},
 		{[]string{"max_inflight", "65"}, `max_inflight: invalid value "65": must be a whole number between 1 and 64`},
+		{[]string{"lock_dir", "locks"}, `lock_dir: invalid value "locks": must be an absolute path (the agent's slot lock files go there; a relative one would depend on Fluent Bit's working directory)`},
+		{[]string{"lock_dir", "$TMPDIRX/locks"}, `lock_dir: invalid value "$TMPDIRX/locks": must be an absolute path (the agent's slot lock files go there; a relative one would depend on Fluent Bit's working directory)`},
 		{[]string{"metrics_listen", "2021"}, `metrics_listen: invalid value "2021": must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:2021`},
 		{[]string{"metrics_listen", "localhost:http"}, `metrics_listen: invalid value "localhost:http": must be host:port with a port from 1 to 65535, e.g. 127.0.0.1:2021`},
 		{[]string{"write_batch", "0"}, `write_batch: invalid value "0": must be a whole number between 1 and 1000`},

@@ -156,6 +156,7 @@ type Config struct {
 	InstanceName   string // empty: the plugin layer names the instance
 	AgentID        string // empty: the host name (see instance.claimAgent)
 	MetricsListen  string // host:port of the /metrics endpoint; empty: none
+	LockDir        string // the folder of the agent slots' lock files (see instance.claimAgent)
 }
 
 // ShardField is one field of a shard key: "_id", "start", or a bucket_key
@@ -363,8 +364,9 @@ var keyTable = []KeyDoc{
 	{"create_indexes", "on", "Create the indexes the plugin needs (bucket lookup `key,start`, flat `tag,ts`, TTL on `expireAt`) before the first write to each collection."},
 	{"plugin_log_level", "info", "Plugin log level: error, warn, info, debug (Fluent Bit keeps `log_level` for itself)."},
 	{"instance_name", "", "Name used in log prefixes (no spaces or `]`); empty means `mongodb.N`, N counting the plugin's outputs from 0."},
-	{"agent_id", "", "Names this agent in what it writes, so that only its own resent chunks are recognised (no spaces or `]`); empty means the host name. Give each agent its own where agents share a host name but not `$TMPDIR` (containers with the host's network), where agents of one output on one host may restart at once, and where the host name changes across restarts (a DaemonSet's pods): see Delivery semantics."},
+	{"agent_id", "", "Names this agent in what it writes, so that only its own resent chunks are recognised (no spaces or `]`); empty means the host name. Give each agent its own where agents share a host name but not `lock_dir` (containers with the host's network), where agents of one output on one host may restart at once, and where the host name changes across restarts (a DaemonSet's pods): see Delivery semantics."},
 	{"metrics_listen", "", "`host:port` to serve Prometheus metrics on at `/metrics` (e.g. `127.0.0.1:2021`); outputs naming the same address share it, told apart by the `output` label. Empty: no metrics."},
+	{"lock_dir", defaultLockDir, "Absolute path of the folder (created 0700 if missing; refused when it is a link, another user's or writable by others) holding the lock files of the agents' slots (see agent_id); `<uid>` is the user the plugin runs as; a leading `$TMPDIR` is the environment's temporary folder (`/tmp` when TMPDIR is unset). Under a read-only root file system (a container's `readOnlyRootFilesystem`) give a writable folder, a hostPath on Kubernetes so that the slots of the pods on one node are one set."},
 }
 
 // indexesString is indexes as a user writes it.
@@ -525,5 +527,6 @@ func (c *Config) settings() [][2]string {
 		{"instance_name", c.InstanceName},
 		{"agent_id", c.AgentID},
 		{"metrics_listen", c.MetricsListen},
+		{"lock_dir", c.LockDir},
 	}
 }

@@ -197,6 +197,7 @@ func (r *reader) readPlugin(c *Config) {
 	c.InstanceName = r.instanceName("instance_name", " (it is printed inside [...] log prefixes)")
 	c.AgentID = r.instanceName("agent_id", "")
 	c.MetricsListen = r.name("metrics_listen", checkListen)
+	c.LockDir = r.lockDir("lock_dir")
 }
 
 // defaultOf is the default of key as the key table gives it.

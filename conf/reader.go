@@ -7,6 +7,8 @@ package conf
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -416,6 +418,47 @@ func (r *reader) instanceName(key, why string) string {
 		}
 	}
 	return v
+}
+
+// defaultLockDir is lock_dir's default as the key table writes it; the
+// folder it names is DefaultLockDir.
+const defaultLockDir = tmpdir + "/out_mongodb-agents-<uid>"
+
+// tmpdir, leading a lock_dir, stands for the environment's temporary folder
+// (os.TempDir: $TMPDIR, /tmp when unset). Fluent Bit substitutes only
+// ${VAR}, so it reaches the plugin as written.
+const tmpdir = "$TMPDIR"
+
+// DefaultLockDir is the folder lock_dir names when unset:
+// out_mongodb-agents-<uid> in the environment's temporary folder, <uid>
+// the effective user's: a folder of the user's own (see
+// instance.claimAgent).
+func DefaultLockDir() string {
+	return filepath.Join(os.TempDir(), "out_mongodb-agents-"+strconv.Itoa(os.Geteuid()))
+}
+
+// lockDir reads the folder of the agent slots' lock files: an absolute
+// path (or one under $TMPDIR), cleaned.
+func (r *reader) lockDir(key string) string {
+	v, _ := r.raw(key)
+	if v == defaultLockDir {
+		return DefaultLockDir()
+	}
+	dir := v
+	if rest, ok := strings.CutPrefix(v, tmpdir); ok && (rest == "" || rest[0] == '/') {
+		dir = os.TempDir() + rest
+	}
+	why := ""
+	switch {
+	case strings.ContainsRune(dir, 0):
+		why = "must not contain NUL"
+	case !filepath.IsAbs(dir):
+		why = "must be an absolute path (the agent's slot lock files go there; a relative one would depend on Fluent Bit's working directory)"
+	}
+	if !r.check(key, v, why) {
+		return ""
+	}
+	return filepath.Clean(dir)
 }
 
 // good reports whether none of keys had its own value rejected.

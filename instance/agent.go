@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -29,11 +30,12 @@ import (
 // maxSlots bounds the live instances of one placement on one host.
 const maxSlots = 64
 
-// lockDir holds the slots' lock files. It is the user's own: created 0700,
-// and refused when it is a symbolic link, belongs to another user or is
-// writable by others (see ownDir), so that no other local user can put a
-// file or a link in it.
-var lockDir = filepath.Join(os.TempDir(), "out_mongodb-agents-"+strconv.Itoa(os.Geteuid()))
+// lockDir holds the slots' lock files when the configuration names no
+// lock_dir (conf fills in its default, conf.DefaultLockDir). It is the
+// user's own: created 0700, and refused when it is a symbolic link,
+// belongs to another user or is writable by others (see ownDir), so that
+// no other local user can put a file or a link in it.
+var lockDir = conf.DefaultLockDir()
 
 // claimAgent returns this instance's identity and the lock file holding
 // its slot (nil when none could be taken: the identity is then unique to
@@ -48,6 +50,7 @@ func claimAgent(cfg *conf.Config) (string, *os.File, error) {
 		agent = host
 	}
 	place := placement(agent, cfg)
+	lockDir := cmp.Or(cfg.LockDir, lockDir)
 	if err := ownDir(lockDir); err != nil {
 		return unique(agent), nil, err
 	}

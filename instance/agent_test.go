@@ -18,10 +18,8 @@ import (
 // stopped is taken again by the next; another placement or agent_id is
 // another identity.
 func TestClaimAgentSlots(t *testing.T) {
-	old := lockDir
-	lockDir = t.TempDir()
-	t.Cleanup(func() { lockDir = old })
-	cfg := &conf.Config{AgentID: "node-1", URI: "mongodb://db/", Database: "logs", Collection: "app", Mode: model.ModeBucket}
+	cfg := &conf.Config{AgentID: "node-1", URI: "mongodb://db/", Database: "logs", Collection: "app", Mode: model.ModeBucket,
+		LockDir: t.TempDir()}
 	a, fa, err := claimAgent(cfg)
 	if err != nil || fa == nil {
 		t.Fatalf("first claim: %v", err)
@@ -230,5 +228,20 @@ func TestClaimAgentNameWithoutPassword(t *testing.T) {
 	h := sha256.Sum256([]byte("node-1\x00mongodb://db/\x00logs\x00app\x00" + string(model.ModeBucket)))
 	if id := name("mongodb://db/"); id != "node-1/"+hex.EncodeToString(h[:8])+"/0" {
 		t.Errorf("identity %q changed from the earlier releases' node-1/%x/0", id, h[:8])
+	}
+}
+
+// lock_dir is where the slots' lock files go: a new instance creates the
+// folder and takes its slot there.
+func TestLockDirConfigured(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "locks")
+	in, err := New(testConfig("lock_dir", dir, "agent_id", "node-9"), "mongodb.0", &syncBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Exit()
+	locks, _ := filepath.Glob(filepath.Join(dir, "*.lock"))
+	if len(locks) != 1 {
+		t.Errorf("lock files in lock_dir %s: %v, want the one of the instance's slot", dir, locks)
 	}
 }

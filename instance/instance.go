@@ -27,6 +27,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/naming"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/version"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
@@ -177,7 +178,7 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	if endpoint != nil {
 		log.Infof("serving metrics on http://%s/metrics (output=%q)", endpoint.Addr(), name)
 	}
-	log.Infof("writing to %s, database %s, collection %s, mode %s", cfg.Redacted(), cfg.Database, cfg.Collection, cfg.Mode)
+	log.Infof("writing to %s, database %s, collection %s, mode %s; out_mongodb %s", cfg.Redacted(), cfg.Database, cfg.Collection, cfg.Mode, version.String())
 	changed := cfg.Changed()
 	if changed == "" {
 		changed = "none"

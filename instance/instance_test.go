@@ -15,6 +15,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/version"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
@@ -314,6 +315,9 @@ func TestLogging(t *testing.T) {
 	}
 	if strings.Contains(out, "mongodb.7") {
 		t.Errorf("default name used despite instance_name:\n%s", out)
+	}
+	if !strings.Contains(out, "collection logs, mode bucket; out_mongodb "+version.String()+"\n") {
+		t.Errorf("the start-up line does not end with the version:\n%s", out)
 	}
 	if !strings.Contains(out, "settings other than the defaults: database=db flush_timeout=2s connect_timeout=1s create_indexes=off instance_name=logs-main\n") {
 		t.Errorf("the start-up line of changed settings is missing or wrong:\n%s", out)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/version"
 )
 
 var (
@@ -49,10 +51,15 @@ var (
 		Name: "out_mongodb_inflight_writes",
 		Help: "Write commands in flight (at most max_inflight per output).",
 	}, []string{"output"})
+	buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "out_mongodb_build_info",
+		Help: "Always 1: the plugin's version and the Go release it was built with, as labels.",
+	}, []string{"version", "goversion"})
 )
 
 func init() {
-	registry.MustRegister(flushSeconds, inflight)
+	registry.MustRegister(flushSeconds, inflight, buildInfo)
+	buildInfo.WithLabelValues(version.Version, runtime.Version()).Set(1)
 }
 
 func counter(name, help string, labels ...string) *prometheus.CounterVec {

@@ -68,6 +68,6 @@ func NewRoot(env Env) *cobra.Command {
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
 	root.AddCommand(checkCommand(env), queryCommand(env), verifyCommand(env), statsCommand(env), pruneCommand(env), importCommand(env),
-		doctorCommand(env), exportCommand(env))
+		doctorCommand(env), exportCommand(env), versionCommand())
 	return root
 }

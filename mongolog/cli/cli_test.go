@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/version"
 )
 
 // These tests need no server: what they run either fails before any I/O or
@@ -209,5 +210,14 @@ func TestHelpHasExamples(t *testing.T) {
 		if code != 0 || !strings.Contains(out, "Examples:\n  mongolog "+c) {
 			t.Errorf("%s --help: exit %d\n%s", c, code, out)
 		}
+	}
+}
+
+// mongolog version prints the version it was built with (make injects it
+// with -ldflags -X into package version), the Go release and the platform.
+func TestVersionCommand(t *testing.T) {
+	out, errOut, code := run(t, nil, "version")
+	if code != 0 || errOut != "" || out != "mongolog "+version.String()+"\n" {
+		t.Errorf("mongolog version: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, "mongolog "+version.String())
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/version"
 )
 
 func checkCommand(env Env) *cobra.Command {
@@ -177,4 +178,18 @@ func pruneCommand(env Env) *cobra.Command {
 	cmd.Flags().IntVar(&rate, "rate", 5000, "documents deleted per second at most")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
 	return cmd
+}
+
+func versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print mongolog's version, the Go release and the platform it was built for",
+		Long:    "version prints the version mongolog was built from (the same as the plugin's of one release), the Go\nrelease and the platform: `mongolog v1.2.0 (go1.26.8, linux/arm64)`.",
+		Example: "  mongolog version",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), "mongolog "+version.String())
+			return nil
+		},
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -124,6 +125,18 @@ func TestMetricsTwoOutputs(t *testing.T) {
 	for _, name := range []string{"out_mongodb_buckets_created_total", "out_mongodb_write_commands_total"} {
 		if v := got[name]["output=app"]; v < 1 {
 			t.Errorf("%s{output=app} = %v, want at least 1", name, v)
+		}
+	}
+	// One build_info series for the process, 1, naming the version the
+	// plugin's start-up line names.
+	if bi := got["out_mongodb_build_info"]; len(bi) != 1 {
+		t.Errorf("out_mongodb_build_info: %v, want one series", bi)
+	} else {
+		for labels, v := range bi {
+			m := regexp.MustCompile(`; out_mongodb (\S+) \((go[^,]+),`).FindStringSubmatch(e.host.Stderr())
+			if m == nil || v != 1 || labels != "goversion="+m[2]+",version="+m[1] {
+				t.Errorf("out_mongodb_build_info{%s} = %v; the start-up line says %q", labels, v, m)
+			}
 		}
 	}
 	for name, series := range got {

@@ -36,8 +36,15 @@ const DefaultTimeout = 2 * time.Minute
 // Build compiles srcDir/fbhost.c to outDir/fbhost unless that binary is
 // newer than the source, and returns the binary's path.
 func Build(srcDir, outDir string) (string, error) {
+	return BuildWith("gcc", srcDir, outDir, "fbhost")
+}
+
+// BuildWith is Build with the C compiler cc (a cross compiler such as
+// aarch64-linux-gnu-gcc builds fbhost for another architecture) and the
+// binary named name.
+func BuildWith(cc, srcDir, outDir, name string) (string, error) {
 	src := filepath.Join(srcDir, "fbhost.c")
-	bin := filepath.Join(outDir, "fbhost")
+	bin := filepath.Join(outDir, name)
 	si, err := os.Stat(src)
 	if err != nil {
 		return "", err
@@ -50,16 +57,16 @@ func Build(srcDir, outDir string) (string, error) {
 	}
 	// Build under a temporary name and rename, so concurrent builders
 	// never run a half-written binary.
-	tmp, err := os.CreateTemp(outDir, "fbhost-*.tmp")
+	tmp, err := os.CreateTemp(outDir, name+"-*.tmp")
 	if err != nil {
 		return "", err
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	out, err := exec.Command("gcc", "-O2", "-g", "-Wall", "-Wextra", "-o", tmp.Name(),
+	out, err := exec.Command(cc, "-O2", "-g", "-Wall", "-Wextra", "-o", tmp.Name(),
 		src, "-ldl", "-lpthread").CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("gcc %s: %v\n%s", src, err, out)
+		return "", fmt.Errorf("%s %s: %v\n%s", cc, src, err, out)
 	}
 	if err := os.Rename(tmp.Name(), bin); err != nil {
 		return "", err
@@ -123,9 +130,20 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // Start runs the fbhost binary bin with the plugin so, in this process's
 // environment plus env ("KEY=value"). Nothing is loaded until Register.
 func Start(bin, so string, env ...string) (*Host, error) {
+	return StartCommand([]string{bin, so}, env...)
+}
+
+// StartCommand is Start with the whole command line: fbhost and the plugin
+// as its last two words, after what runs them (an emulator such as
+// `qemu-aarch64 -L /usr/aarch64-linux-gnu` for an fbhost of another
+// architecture).
+func StartCommand(argv []string, env ...string) (*Host, error) {
+	if len(argv) < 2 {
+		return nil, errors.New("harness: the command needs fbhost and the plugin")
+	}
 	h := &Host{
 		Timeout: DefaultTimeout,
-		cmd:     exec.Command(bin, so),
+		cmd:     exec.Command(argv[0], argv[1:]...),
 		lines:   make(chan string, 16),
 		done:    make(chan struct{}),
 	}
