@@ -100,6 +100,7 @@ var found = []struct {
 	{92576, "a park forgotten with the memo (one unfinished chunk kept), its dead letter on its way: stored and parked"},
 	{75350, "a dead letter on its way while a later attempt wrote the record again: stored and parked"},
 	{79090, "a dead letter on its way while a later attempt of an identical chunk wrote the record: stored and parked"},
+	{212511, "a retry fenced a group it did not know, then read the newest bucket past its own late insert: stored twice"},
 }
 
 // TestSimulateFound replays the seeds that found broken promises.

@@ -89,6 +89,10 @@ func (b *Buckets) Batch() int {
 type groupState struct {
 	lock  chan struct{} // held while a write to the group is in flight
 	used  uint64        // for eviction: the tick of the last use
+	// waiting counts the flushes that took the state from the map and
+	// wait for its lock (under Buckets.mu): it must not be dropped then,
+	// or the next flush would make a second state of the group.
+	waiting int
 	seq   int           // the bucket being filled
 	count int           // its entries
 	bytes int           // its bytes counter
@@ -201,13 +205,21 @@ func (b *Buckets) acquire(ctx context.Context, id string) (*groupState, error) {
 	}
 	b.tick++
 	st.used = b.tick
+	st.waiting++
 	b.mu.Unlock()
+	var err error
 	select {
 	case st.lock <- struct{}{}:
-		return st, nil
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		err = ctx.Err()
 	}
+	b.mu.Lock()
+	st.waiting--
+	b.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
 func (st *groupState) release() { <-st.lock }
@@ -230,7 +242,7 @@ func (b *Buckets) scan(limit int) {
 	b.scans++
 	cut := b.tick - uint64(limit/2)
 	for id, st := range b.groups {
-		if st.used < cut && len(st.lock) == 0 {
+		if st.used < cut && len(st.lock) == 0 && st.waiting == 0 {
 			delete(b.groups, id)
 		}
 	}
@@ -393,8 +405,13 @@ func (b *Buckets) fence(ctx context.Context, groups []*bucketer.Group, held map[
 		}
 		for _, g := range gs {
 			st := held[b.groupKey(g)]
-			// Sealed, when it exists: a write may still insert it.
-			st.fenced, st.sealed = true, st.known && st.seen
+			// Sealed, when it exists: a write may still insert it. A
+			// group whose buckets this process does not know stays
+			// unfenced: a late insert may still land in the bucket after
+			// the newest, and the writer, reading the newest when its
+			// first write misses, might pass it by as others' buckets
+			// pile up; it fences again where it learns the newest.
+			st.fenced, st.sealed = st.known, st.known && st.seen
 		}
 	}
 	return nil
