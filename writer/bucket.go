@@ -87,16 +87,16 @@ func (b *Buckets) Batch() int {
 // hint that saves reads, never a reason to skip a write: a wrong hint makes
 // the next write miss, and the writer reads.
 type groupState struct {
-	lock  chan struct{} // held while a write to the group is in flight
-	used  uint64        // for eviction: the tick of the last use
+	lock chan struct{} // held while a write to the group is in flight
+	used uint64        // for eviction: the tick of the last use
 	// waiting counts the flushes that took the state from the map and
 	// wait for its lock (under Buckets.mu): it must not be dropped then,
 	// or the next flush would make a second state of the group.
 	waiting int
-	seq   int           // the bucket being filled
-	count int           // its entries
-	bytes int           // its bytes counter
-	known bool          // seq, count and bytes come from a read or a write
+	seq     int  // the bucket being filled
+	count   int  // its entries
+	bytes   int  // its bytes counter
+	known   bool // seq, count and bytes come from a read or a write
 	// seen: bucket seq exists: a write into it applied, or a read found
 	// it (a bucket planned after a full one is not seen).
 	seen bool
