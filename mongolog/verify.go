@@ -118,9 +118,13 @@ func (r *Reader) verifyDoc(d bson.Raw, coll string, summarizer *bucketer.Config,
 		vf.report(Problem{Collection: r.Label(coll), Doc: id, What: fmt.Sprintf(format, args...)})
 	}
 	var entries []bson.RawValue
-	if r.Cfg.Mode == model.ModeFlat {
+	switch {
+	case holdsNoRecord(d):
+		// A placeholder the plugin's fencing left (an empty sealed
+		// bucket), or a flat record's stand-in.
+	case r.Cfg.Mode == model.ModeFlat:
 		entries = []bson.RawValue{{Type: bson.TypeEmbeddedDocument, Value: d}}
-	} else {
+	default:
 		entries = r.verifyBucket(d, summarizer, vf.writes, ref, bad)
 	}
 	vf.v.Records += len(entries)
@@ -139,6 +143,24 @@ func (r *Reader) verifyDoc(d bson.Raw, coll string, summarizer *bucketer.Config,
 		}
 		vf.unique[key] = where{ref, i}
 	}
+}
+
+// holdsNoRecord reports whether d is a document the plugin's fencing
+// leaves that holds no record: a sealed bucket without entries (a
+// placeholder), or a flat record's stand-in ({_id, sealed: true}).
+func holdsNoRecord(d bson.Raw) bool {
+	if !model.IsSealed(d) {
+		return false
+	}
+	if _, ok := d.Lookup(model.Logs).ArrayOK(); ok {
+		return false
+	}
+	elems, _ := d.Elements()
+	if len(elems) == 2 { // _id and sealed: a stand-in
+		return true
+	}
+	n, ok := d.Lookup(model.Count).AsInt64OK()
+	return ok && n == 0
 }
 
 // summarizer sums a bucket's entries as the plugin does, for the

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 )
 
@@ -51,7 +52,7 @@ func (e *env) storedBy(coll, field string) (count map[string]int, seqs map[strin
 	count, seqs = map[string]int{}, map[string]int{}
 	for _, d := range e.all(coll) {
 		logs, ok := d.Lookup("logs").ArrayOK()
-		if sealed, _ := d.Lookup("sealed").BooleanOK(); sealed && !ok {
+		if model.IsSealed(d) && !ok {
 			continue // a stand-in (flat) or an empty sealed bucket: no record
 		}
 		if !ok { // flat

@@ -46,12 +46,26 @@ func TestVerify(t *testing.T) {
 		}
 		return ps, v
 	}
+	ctx := context.Background()
+	c := e.db.Collection("logs")
+	// The empty placeholders a fence leaves, one recording a record
+	// parked, hold no record and are no problem.
+	if _, err := c.InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "placeholder-1"}, {Key: "key", Value: bson.D{{Key: "module", Value: "x"}}}, {Key: "seq", Value: 1},
+			{Key: "count", Value: 0}, {Key: "bytes", Value: int64(0)}, {Key: "sealed", Value: 1}},
+		bson.D{{Key: "_id", Value: "placeholder-2"}, {Key: "key", Value: bson.D{{Key: "module", Value: "x"}}}, {Key: "seq", Value: 2},
+			{Key: "count", Value: 0}, {Key: "bytes", Value: int64(0)}, {Key: "sealed", Value: true},
+			{Key: "parked", Value: bson.D{{Key: "op", Value: 17}, {Key: "i", Value: 3}, {Key: "reason", Value: "refused by MongoDB"}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if ps, v := run(); len(ps) > 0 || v.Records != 2000 {
 		t.Fatalf("%d records verified, problems on what the plugin stored: %v", v.Records, ps)
 	}
+	if _, err := c.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"placeholder-1", "placeholder-2"}}}}}); err != nil {
+		t.Fatal(err)
+	}
 
-	ctx := context.Background()
-	c := e.db.Collection("logs")
 	docs := e.all("logs")
 	if len(docs) < 5 {
 		t.Fatalf("%d buckets; the test needs 5", len(docs))
