@@ -81,8 +81,10 @@ func draw(rng *rand.Rand) Config {
 	if rng.IntN(5) == 0 {
 		c.Choke = 0.05
 	}
-	if rng.IntN(5) == 0 {
-		c.Hold = 0.05
+	if rng.IntN(2) == 0 {
+		// Records whose every write the network holds: parked after
+		// their writes are fenced, their dead letters on the way.
+		c.Hold = []float64{0.05, 0.15}[rng.IntN(2)]
 	}
 	if rng.IntN(4) == 0 {
 		// Small memories: forgetting is reached.
