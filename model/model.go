@@ -39,11 +39,13 @@ const (
 	// until the one record it was put for is recorded as parked in it.
 	Sealed = "sealed"
 	// Parked is, in a placeholder, the record whose writes it fenced
-	// before the record was parked: {op, i, reason}, op the chunk's op
-	// element of one entry, i the record's index in the chunk.
+	// before the record was parked: {op, i, h, reason}, op the chunk's op
+	// element of one entry, i the record's index in the chunk, h a hash
+	// of its entry (a tag shared by chance names no record).
 	Parked       = "parked"
 	ParkedOp     = "op"
 	ParkedIndex  = "i"
+	ParkedHash   = "h"
 	ParkedReason = "reason"
 )
 

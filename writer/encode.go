@@ -1,6 +1,7 @@
 package writer
 
 import (
+	"hash/fnv"
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -83,16 +84,24 @@ func (b *Buckets) placeholder(g *bucketer.Group, seq int) Upsert {
 	return Upsert{Filter: bson.Raw(filter), Update: bson.Raw(update), Insert: true}
 }
 
-// parkedIn is the statement recording, in placeholder seq of g, that the
-// record of index i of the chunk of tag is parked for reason, and sealing
-// it for good: it applies once, and only while no fence sealed it.
-func (b *Buckets) parkedIn(g *bucketer.Group, seq int, tag uint32, i int, reason string) Upsert {
+// parkedIn is the statement recording, in placeholder seq of g, that
+// record r of the chunk of tag is parked for reason, and sealing it for
+// good: it applies once, and only while no fence sealed it.
+func (b *Buckets) parkedIn(g *bucketer.Group, seq int, tag uint32, r *parser.Record, reason string) Upsert {
 	filter := b.bucketFilter(g, seq).AppendInt32(model.Sealed, 1).Build()
 	rec := bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, opValue(tag, 1)).
-		AppendInt32(model.ParkedIndex, int32(i)).AppendString(model.ParkedReason, reason).Build()
+		AppendInt32(model.ParkedIndex, int32(r.Index)).AppendInt64(model.ParkedHash, entryHash(r.Doc)).
+		AppendString(model.ParkedReason, reason).Build()
 	update := bsoncore.NewDocumentBuilder().AppendDocument("$set",
 		bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).AppendDocument(model.Parked, rec).Build()).Build()
 	return Upsert{Filter: bson.Raw(filter), Update: bson.Raw(update)}
+}
+
+// entryHash is the hash a record of a park names its entry by.
+func entryHash(doc []byte) int64 {
+	h := fnv.New64a()
+	h.Write(doc)
+	return int64(h.Sum64())
 }
 
 // bucketFilter starts a filter naming bucket seq of g: its _id, key

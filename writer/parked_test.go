@@ -2,6 +2,7 @@ package writer_test
 
 import (
 	"context"
+	"hash/fnv"
 	"testing"
 	"time"
 
@@ -33,19 +34,27 @@ func TestLookFindsRecordParkedInPlaceholder(t *testing.T) {
 	const chunk = "0123456789abcdef"
 	tag := writer.ChunkTag(chunk)
 	// Bucket 0 holds one entry of the chunk's (identical) records; bucket 1
-	// is the placeholder recording record 0 parked.
+	// is a placeholder recording record 0 parked.
 	g := groups[0]
 	entry := recs[2].Doc
 	bucket := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, 0)).
 		AppendDocument(model.Key, g.Key).AppendInt32(model.Seq, 0).AppendInt32(model.Count, 1).
 		AppendArray(model.Logs, bsoncore.NewArrayBuilder().AppendDocument(entry).Build()).
 		AppendArray(model.Ops, bsoncore.NewArrayBuilder().AppendInt32(int32(tag<<4|1)).Build()).Build()
-	placeholder := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, 1)).
-		AppendDocument(model.Key, g.Key).AppendInt32(model.Seq, 1).AppendInt32(model.Count, 0).
-		AppendBoolean(model.Sealed, true).
-		AppendDocument(model.Parked, bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, int32(tag<<4|1)).
-			AppendInt32(model.ParkedIndex, 0).AppendString(model.ParkedReason, "refused by MongoDB: dropped").Build()).Build()
-	if err := store.InsertMany(ctx, "logs", []bson.Raw{bson.Raw(bucket), bson.Raw(placeholder)}); err != nil {
+	placeholder := func(seq, i int, h uint64) bson.Raw {
+		return bson.Raw(bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, seq)).
+			AppendDocument(model.Key, g.Key).AppendInt32(model.Seq, int32(seq)).AppendInt32(model.Count, 0).
+			AppendBoolean(model.Sealed, true).
+			AppendDocument(model.Parked, bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, int32(tag<<4|1)).
+				AppendInt32(model.ParkedIndex, int32(i)).AppendInt64(model.ParkedHash, int64(h)).
+				AppendString(model.ParkedReason, "refused by MongoDB: dropped").Build()).Build())
+	}
+	sum := fnv.New64a()
+	sum.Write(entry)
+	// Bucket 2 records record 2 parked, but by another entry's hash: a
+	// chunk whose tag this one shares by chance; it names no record.
+	docs := []bson.Raw{bson.Raw(bucket), placeholder(1, 0, sum.Sum64()), placeholder(2, 2, sum.Sum64()+1)}
+	if err := store.InsertMany(ctx, "logs", docs); err != nil {
 		t.Fatal(err)
 	}
 	b := writer.NewBuckets(store, writer.BucketConfig{Collection: "logs", MaxRecords: 10, MaxBytes: 1 << 20, Idempotent: true},

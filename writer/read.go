@@ -13,6 +13,7 @@ import (
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // Reading buckets: what earlier attempts of a chunk stored (Stored), and
@@ -79,7 +80,11 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 		// The records recorded parked first: none of them has an entry.
 		skip := parked
 		for _, d := range docs {
-			for i, reason := range parkedIn(d, tag) {
+			g := byID[groupOf(d)]
+			if g == nil {
+				continue
+			}
+			for i, reason := range parkedIn(d, tag, g.Records) {
 				if l.parked == nil {
 					l.parked, skip = map[int]string{}, maps.Clone(parked)
 					if skip == nil {
@@ -93,7 +98,7 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 		for _, d := range docs {
 			id, _ := d.Lookup(model.ID).StringValueOK()
 			cut := max(strings.LastIndexByte(id, '-'), 0)
-			g := byID[id[:cut]]
+			g := byID[groupOf(d)]
 			seq, err := strconv.Atoi(id[min(cut+1, len(id)):])
 			if g == nil || err != nil {
 				continue
@@ -124,20 +129,34 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 	return l, nil
 }
 
-// parkedIn returns the record of the chunk of tag that placeholder d
-// records parked, by index, with the reason; nil when none.
-func parkedIn(d bson.Raw, tag uint32) map[int]string {
+// groupOf is the group id of bucket d: its _id without the seq.
+func groupOf(d bson.Raw) string {
+	id, _ := d.Lookup(model.ID).StringValueOK()
+	return id[:max(strings.LastIndexByte(id, '-'), 0)]
+}
+
+// parkedIn returns the record of recs (a group's, of the chunk of tag)
+// that placeholder d records parked, by index, with the reason; nil when
+// none. The record must be the one recorded, by its entry's hash: a tag
+// shared by chance with another chunk names none of these records.
+func parkedIn(d bson.Raw, tag uint32, recs []*parser.Record) map[int]string {
 	p, ok := d.Lookup(model.Parked).DocumentOK()
 	if !ok {
 		return nil
 	}
 	op, ok1 := p.Lookup(model.ParkedOp).Int32OK()
 	i, ok2 := p.Lookup(model.ParkedIndex).Int32OK()
-	if t, _ := opParts(op); !ok1 || !ok2 || t != tag {
+	h, ok3 := p.Lookup(model.ParkedHash).Int64OK()
+	if t, _ := opParts(op); !ok1 || !ok2 || !ok3 || t != tag {
 		return nil
 	}
-	reason, _ := p.Lookup(model.ParkedReason).StringValueOK()
-	return map[int]string{int(i): reason}
+	for _, r := range recs {
+		if r.Index == int(i) && entryHash(r.Doc) == h {
+			reason, _ := p.Lookup(model.ParkedReason).StringValueOK()
+			return map[int]string{int(i): reason}
+		}
+	}
+	return nil
 }
 
 // storedFilter selects the buckets of gs (by key, and start when windowed)

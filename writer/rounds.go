@@ -12,6 +12,7 @@ import (
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
 )
 
 // The executor of the bucket protocol (protocol.go): it sends each round's
@@ -203,7 +204,7 @@ func (b *Buckets) refence(ctx context.Context, w *groupWrite, bucket bool) fence
 		i := w.recs[0].Index
 		if !f.stored[i] && f.parked[i] == "" {
 			reason := refusal(w.cause.Error())
-			if err := b.recordParked(ctx, w, next, i, reason); err != nil {
+			if err := b.recordParked(ctx, w, next, w.recs[0], reason); err != nil {
 				return fenced{err: err}
 			}
 			if f.parked == nil {
@@ -215,13 +216,14 @@ func (b *Buckets) refence(ctx context.Context, w *groupWrite, bucket bool) fence
 	return f
 }
 
-// recordParked records record i of w's chunk parked in placeholder seq,
+// recordParked records record r of w's chunk parked in placeholder seq,
 // and reads the placeholder back: a reply lost leaves the statement's
 // outcome unknown, and a fence of another attempt may have sealed the
 // placeholder first (then the record is not parked now: the flush ends
 // and the next attempt looks again).
-func (b *Buckets) recordParked(ctx context.Context, w *groupWrite, seq, i int, reason string) error {
-	up := []Upsert{b.parkedIn(w.g, seq, w.tag, i, reason)}
+func (b *Buckets) recordParked(ctx context.Context, w *groupWrite, seq int, r *parser.Record, reason string) error {
+	i := r.Index
+	up := []Upsert{b.parkedIn(w.g, seq, w.tag, r, reason)}
 	err := b.retry.Do(ctx, func() error { return b.store.Upserts(ctx, b.collection(w.g), up)[0] })
 	if ctx.Err() != nil {
 		return fmt.Errorf("recording record %d parked in bucket %s: %w", i, bucketer.BucketID(w.g.ID, seq), err)
@@ -230,7 +232,7 @@ func (b *Buckets) recordParked(ctx context.Context, w *groupWrite, seq, i int, r
 	if rerr != nil {
 		return fmt.Errorf("reading bucket %s for record %d parked: %w", bucketer.BucketID(w.g.ID, seq), i, rerr)
 	}
-	if _, ok := parkedIn(d, w.tag)[i]; !ok {
+	if _, ok := parkedIn(d, w.tag, w.g.Records)[i]; !ok {
 		if err == nil {
 			err = errors.New("not recorded")
 		}

@@ -233,7 +233,8 @@ func (g *gen) fence() {
 	}
 	tag := g.tags[g.rng.IntN(len(g.tags))]
 	rec := bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, int32(tag<<4|1)).
-		AppendInt32(model.ParkedIndex, int32(g.rng.IntN(20))).AppendString(model.ParkedReason, "refused by MongoDB: dropped").Build()
+		AppendInt32(model.ParkedIndex, int32(g.rng.IntN(20))).AppendInt64(model.ParkedHash, g.rng.Int64()).
+		AppendString(model.ParkedReason, "refused by MongoDB: dropped").Build()
 	u := bsoncore.NewDocumentBuilder().AppendDocument("$set",
 		bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).AppendDocument(model.Parked, rec).Build()).Build()
 	f := named().AppendInt32(model.Sealed, 1)
