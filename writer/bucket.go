@@ -376,11 +376,13 @@ func parkedBefore(j Job, stored map[int]bool) map[int]bool {
 	return parked
 }
 
-// fence, with all, seals every open bucket of the groups: an update per
-// collection and sealPart groups. A sealed bucket takes no write, so no
-// write sent before can apply to it any more (every write's guard names an
-// open bucket), nor a placeholder a record parked. The next bucket of a group is then inserted by the next
-// write, which collides with any earlier one's insert of it.
+// fence, with all, seals every open bucket of the groups, and every
+// placeholder still open to a record of a park: an update per collection
+// and sealPart groups. A sealed bucket takes no write, so no write sent
+// before can apply to it any more (every write's guard names an open
+// bucket), nor a record of a park (see refence). The next bucket of a
+// group is then inserted by the next write, which collides with any
+// earlier one's insert of it.
 func (b *Buckets) fence(ctx context.Context, groups []*bucketer.Group, held map[string]*groupState, all bool) error {
 	if !b.cfg.Idempotent || !all {
 		return nil
