@@ -206,17 +206,6 @@ func (g *gen) fence() {
 		seq++ // the next bucket, or a newest placeholder's
 	}
 	seq = max(seq, 0)
-	named := func() *bsoncore.DocumentBuilder {
-		f := bsoncore.NewDocumentBuilder().AppendString(model.ID, grp.id+"-"+strconv.Itoa(seq))
-		elems, _ := grp.key.Elements()
-		for _, e := range elems {
-			f.AppendValue(model.Key+"."+e.Key(), e.Value())
-		}
-		if !grp.start.IsZero() {
-			f.AppendDateTime(model.Start, grp.start.UnixMilli())
-		}
-		return f
-	}
 	if placeholder {
 		ins := bsoncore.NewDocumentBuilder().AppendDocument(model.Key, grp.key)
 		if !grp.start.IsZero() {
@@ -225,7 +214,7 @@ func (g *gen) fence() {
 		ins.AppendInt32(model.Seq, int32(seq)).AppendInt32(model.Count, 0).AppendInt64(model.Bytes, 0)
 		u := bsoncore.NewDocumentBuilder().AppendDocument("$setOnInsert", ins.Build()).
 			AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendInt32(model.Sealed, 1).Build()).Build()
-		f := named().AppendDocument(model.Sealed, bsoncore.NewDocumentBuilder().AppendBoolean("$ne", true).Build())
+		f := bucketNamed(grp, seq).AppendDocument(model.Sealed, bsoncore.NewDocumentBuilder().AppendBoolean("$ne", true).Build())
 		g.emit(server.Op{Kind: server.Upserts, Coll: grp.coll, Ups: []writer.Upsert{{Filter: bson.Raw(f.Build()), Update: bson.Raw(u), Insert: true}}})
 		if g.rng.IntN(3) == 0 {
 			return
@@ -237,13 +226,13 @@ func (g *gen) fence() {
 		AppendString(model.ParkedReason, "refused by MongoDB: dropped").Build()
 	u := bsoncore.NewDocumentBuilder().AppendDocument("$set",
 		bsoncore.NewDocumentBuilder().AppendBoolean(model.Sealed, true).AppendDocument(model.Parked, rec).Build()).Build()
-	f := named().AppendInt32(model.Sealed, 1)
+	f := bucketNamed(grp, seq).AppendInt32(model.Sealed, 1)
 	g.emit(server.Op{Kind: server.Upserts, Coll: grp.coll, Ups: []writer.Upsert{{Filter: bson.Raw(f.Build()), Update: bson.Raw(u)}}})
 }
 
-// bucketWrite is the statement of a write of some records into bucket
-// seq of grp holding count entries, as writer/encode.go builds it.
-func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
+// bucketNamed starts a filter naming bucket seq of grp, as the writer's
+// statements do: its _id, key fields and window start.
+func bucketNamed(grp group, seq int) *bsoncore.DocumentBuilder {
 	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, grp.id+"-"+strconv.Itoa(seq))
 	elems, _ := grp.key.Elements()
 	for _, e := range elems {
@@ -252,6 +241,13 @@ func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
 	if !grp.start.IsZero() {
 		f.AppendDateTime(model.Start, grp.start.UnixMilli())
 	}
+	return f
+}
+
+// bucketWrite is the statement of a write of some records into bucket
+// seq of grp holding count entries, as writer/encode.go builds it.
+func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
+	f := bucketNamed(grp, seq)
 	f.AppendInt32(model.Count, int32(count))
 	f.AppendDocument(model.Sealed, bsoncore.NewDocumentBuilder().AppendBoolean("$exists", false).Build())
 
