@@ -180,3 +180,44 @@ func TestFenceSealsPlaceholders(t *testing.T) {
 		t.Errorf("after the fence the placeholder holds sealed %v, want true", docs[0].Lookup(model.Sealed))
 	}
 }
+
+// Records of parks in placeholders of two collections are both found: the
+// look keeps one set of records not to match across collections, and
+// never writes into the caller's.
+func TestLookFindsParksInTwoCollections(t *testing.T) {
+	ctx := context.Background()
+	s := server.New()
+	store := server.Direct{Server: s}
+	grouper := &bucketer.Config{TagKey: "tag"}
+	const chunk = "fedcba9876543210"
+	tag := writer.ChunkTag(chunk)
+	var groups []*bucketer.Group
+	for i, coll := range []string{"logs_a", "logs_b"} {
+		rec := parser.Record{Index: i, Time: time.Unix(1700000000, 0), Doc: bsoncore.NewDocumentBuilder().AppendString("msg", coll).Build()}
+		g := grouper.Group("app", []parser.Record{rec})[0]
+		g.Collection = coll
+		groups = append(groups, g)
+		sum := fnv.New64a()
+		sum.Write(rec.Doc)
+		ph := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, 0)).
+			AppendDocument(model.Key, g.Key).AppendInt32(model.Seq, 0).AppendInt32(model.Count, 0).AppendBoolean(model.Sealed, true).
+			AppendDocument(model.Parked, bsoncore.NewDocumentBuilder().AppendInt32(model.ParkedOp, int32(tag<<4|1)).
+				AppendInt32(model.ParkedIndex, int32(i)).AppendInt64(model.ParkedHash, int64(sum.Sum64())).
+				AppendString(model.ParkedReason, "dropped").Build()).Build()
+		if err := store.InsertMany(ctx, coll, []bson.Raw{bson.Raw(ph)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := writer.NewBuckets(store, writer.BucketConfig{Collection: "logs", MaxRecords: 10, MaxBytes: 1 << 20, Idempotent: true},
+		grouper, writer.Retry{Base: time.Millisecond, Cap: time.Millisecond})
+	var got map[int]string
+	if _, err := b.Write(ctx, chunk, groups, false, nil, func(_ map[int]bool, parked map[int]string) []writer.Job {
+		got = parked
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("parked %v, want records 0 and 1", got)
+	}
+}

@@ -78,15 +78,19 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 			byID[g.ID] = g
 		}
 		// The records recorded parked first: none of them has an entry.
-		skip := parked
+		skip, copied := parked, false
 		for _, d := range docs {
-			g := byID[groupOf(d)]
+			id, _ := splitBucketID(d)
+			g := byID[id]
 			if g == nil {
 				continue
 			}
 			for i, reason := range parkedIn(d, tag, g.Records) {
 				if l.parked == nil {
-					l.parked, skip = map[int]string{}, maps.Clone(parked)
+					l.parked = map[int]string{}
+				}
+				if !copied { // the caller's: copy before adding
+					skip, copied = maps.Clone(parked), true
 					if skip == nil {
 						skip = map[int]bool{}
 					}
@@ -96,11 +100,9 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 		}
 		matchers := map[*bucketer.Group]*matcher{}
 		for _, d := range docs {
-			id, _ := d.Lookup(model.ID).StringValueOK()
-			cut := max(strings.LastIndexByte(id, '-'), 0)
-			g := byID[groupOf(d)]
-			seq, err := strconv.Atoi(id[min(cut+1, len(id)):])
-			if g == nil || err != nil {
+			id, seq := splitBucketID(d)
+			g := byID[id]
+			if g == nil || seq < 0 {
 				continue
 			}
 			m := matchers[g]
@@ -129,10 +131,16 @@ func (b *Buckets) stored(ctx context.Context, chunkID string, groups []*bucketer
 	return l, nil
 }
 
-// groupOf is the group id of bucket d: its _id without the seq.
-func groupOf(d bson.Raw) string {
+// splitBucketID splits bucket d's _id into its group id and seq; seq is -1
+// when the _id ends in no number.
+func splitBucketID(d bson.Raw) (group string, seq int) {
 	id, _ := d.Lookup(model.ID).StringValueOK()
-	return id[:max(strings.LastIndexByte(id, '-'), 0)]
+	cut := max(strings.LastIndexByte(id, '-'), 0)
+	seq, err := strconv.Atoi(id[min(cut+1, len(id)):])
+	if err != nil {
+		seq = -1
+	}
+	return id[:cut], seq
 }
 
 // parkedIn returns the record of recs (a group's, of the chunk of tag)
