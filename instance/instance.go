@@ -73,6 +73,7 @@ type Instance struct {
 	lastReport time.Time
 	reported   sink.Totals
 
+	outage   *outage // says when MongoDB cannot be reached, and when it is back
 	stats    *metrics.Output
 	endpoint *metrics.Endpoint // nil without metrics_listen
 	slot     *os.File          // holds the agent's slot (see claimAgent); nil when none was taken
@@ -165,6 +166,11 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
 		stats: stats, endpoint: endpoint, slot: slot, keepers: map[string]*layout.Keeper{}, places: places(cfg)}
 	in.info, _ = store.(writer.Informer)
+	// The outage is said once by the instance, from what the sink's
+	// commands and flushes meet.
+	in.outage = newOutage(log, cfg.URI)
+	store = watched{Store: store, o: in.outage}
+	opt.OutagesReported = true
 	opt.Setup = in.setup
 	if opt.Targets != nil {
 		opt.Targets.Existing = in.existingTargets
@@ -196,12 +202,15 @@ func (in *Instance) ping() {
 	defer in.bg.Done()
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.ConnectTimeout)
 	defer cancel()
+	start := time.Now()
 	if err := in.client.Ping(ctx, nil); err != nil {
 		if in.ctx.Err() == nil {
-			in.log.Warnf("MongoDB is not reachable yet (%v); chunks will be retried until it is", err)
+			in.log.Warnf("MongoDB is not reachable yet at %s: %s; chunks will be retried until it is", in.outage.hosts, conf.RedactText(errkind.Cause(err)))
+			in.outage.failed(err, start, false)
 		}
 		return
 	}
+	in.outage.ok(start)
 	in.log.Infof("connected to MongoDB")
 }
 
@@ -279,6 +288,10 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 	}()
 	start := time.Now()
 	res := in.flush(tag, data)
+	if res.Status == sink.Retry {
+		in.outage.failed(res.Err, start, true)
+		in.outage.retry()
+	}
 	in.stats.Flushed(res, time.Since(start))
 	in.dropOldPartitions()
 	in.report()
