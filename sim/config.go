@@ -34,7 +34,11 @@ type Config struct {
 	// the collection, partition_keep days are kept, and days pass in the
 	// run (at most Days) with the agents' retention dropping the
 	// partitions that fall out of the kept range (see drawParts).
-	Keep, Days   int
+	Keep, Days int
+	// HoldParks: the chance the network holds a dead letter's insert
+	// (applied later, after the attempt, a retry or a restart): aimed at
+	// records parked while their fate is still on its way.
+	HoldParks    float64
 	WriteBatch   int
 	FlushTimeout time.Duration
 	Restarts     int // process kills, at most
@@ -123,8 +127,16 @@ func drawParts(parts *rand.Rand, c *Config) {
 	}
 }
 
+// drawAims draws, from a stream of its own, the faults aimed at one
+// class of interleavings.
+func drawAims(aims *rand.Rand, c *Config) {
+	if aims.IntN(4) == 0 {
+		c.HoldParks = []float64{0.3, 0.7}[aims.IntN(2)]
+	}
+}
+
 func (c Config) String() string {
-	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, id_key %v (%d events), partition_keep %d (%d days pass), write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
+	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, id_key %v (%d events), partition_keep %d (%d days pass), dead letters held %.1f, write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
 		c.Mode, c.Agents, c.Workers, c.Chunks, c.MaxChunkRecords, c.Identical, c.Repeats, c.Poison, c.Choke, c.Hold, c.Limits,
-		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.IDKey, c.Events, c.Keep, c.Days, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
+		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.IDKey, c.Events, c.Keep, c.Days, c.HoldParks, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
 }

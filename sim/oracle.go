@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
 
@@ -72,7 +73,7 @@ func (r *run) check() error {
 		errs = append(errs, r.checkBucket(d, stored, marked)...)
 	}
 	for _, d := range r.srv.Docs(deadLetters) {
-		rid, err := parkedRid(d)
+		rid, err := r.parkedRid(d)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -241,6 +242,28 @@ func ridOf(d bson.Raw) (rid, msg string) {
 
 func isMarked(msg string) bool {
 	return strings.HasPrefix(msg, poisonMark) || strings.HasPrefix(msg, chokeMark)
+}
+
+// parkedRid reads the rid of a parked record from its raw bytes or, in a
+// dead letter stored reduced (its raw cut short), from its _id: the id
+// of the chunk's flush and the record's index.
+func (r *run) parkedRid(d bson.Raw) (string, error) {
+	if cut, _ := d.Lookup(model.Truncated).BooleanOK(); cut {
+		id, _ := d.Lookup(model.ID).StringValueOK()
+		chunk, i, _ := strings.Cut(id, ":")
+		n, err := strconv.Atoi(i)
+		for _, a := range r.agents {
+			for _, c := range a.chunks {
+				for gen := range len(a.chunks) {
+					if err == nil && sink.GenID(sink.ChunkID(a.id, c.content.tag, c.content.bytes), gen) == chunk && n < len(c.content.rids) {
+						return c.content.rids[n], nil
+					}
+				}
+			}
+		}
+		return "", fmt.Errorf("dead letter %s, stored reduced: no chunk of the run has its id", id)
+	}
+	return parkedRid(d)
 }
 
 // parkedRid reads the rid of a parked record from its raw bytes.

@@ -52,6 +52,7 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	r.ids = rand.New(rand.NewPCG(seed^0x1d5, seed))
 	drawIDs(r.ids, &r.cfg)
 	drawParts(rand.New(rand.NewPCG(seed^0x9a7, seed)), &r.cfg)
+	drawAims(rand.New(rand.NewPCG(seed^0xa1, seed)), &r.cfg)
 	if tweak != nil {
 		tweak(&r.cfg)
 	}
@@ -436,6 +437,12 @@ func (r *run) deliver(c *call, f Faults) {
 	if choked(op) {
 		r.res.Faults["choked"]++
 		r.tracef("%s: %s: connection closed on its content", c.proc.name, describe(op))
+		c.reply <- failed(op, lost(nil))
+		return
+	}
+	if f != (Faults{}) && r.cfg.HoldParks > 0 && op.Kind == server.InsertMany && op.Coll == deadLetters && r.rng.Float64() < r.cfg.HoldParks {
+		r.hold(op, c.proc.name+" sent it, a dead letter the network holds")
+		r.res.Faults["dead letter held"]++
 		c.reply <- failed(op, lost(nil))
 		return
 	}

@@ -106,6 +106,8 @@ var found = []struct {
 	{152, "id_action replace: the last record of an id parked, a retry wrote the one before it"},
 	{1101, "id_action replace: a fence raised another content to the attempt's version, its own write then taken as applied: lost"},
 	{2136, "id_action replace: a fence's raised version taken for a newer sender's: the version before the parked one lost"},
+	{1649, "a dead letter's inserts lost 8 times in a row: fenced by a stand-in under its own _id, retried forever (flat)"},
+	{408, "a dead letter's inserts lost 8 times in a row: fenced by a stand-in under its own _id, retried forever (bucket)"},
 }
 
 // TestSimulateFound replays the seeds that found broken promises.

@@ -359,7 +359,7 @@ func ridsIn(d bson.Raw, coll string) []string {
 	}
 	if coll == deadLetters {
 		rid, _ := parkedRid(d)
-		return []string{rid}
+		return []string{rid} // "" when stored reduced
 	}
 	if model.IsSealed(d) {
 		return nil

@@ -89,7 +89,7 @@ func (s *Sink) parkIn(ctx context.Context, f *flush, coll string, letters []lett
 	for i, l := range letters {
 		docs[i] = s.deadLetter(f, l, now, maxParkedRaw, "")
 	}
-	ins, err := writer.InsertAll(ctx, s.store, coll, docs, s.retry, 0, nil)
+	ins, err := writer.InsertLetters(ctx, s.store, coll, docs, s.retry)
 	if err != nil {
 		return fmt.Errorf("parking %d records: %w", len(letters), err)
 	}
@@ -99,7 +99,7 @@ func (s *Sink) parkIn(ctx context.Context, f *flush, coll string, letters []lett
 		for i, r := range refused {
 			reduced[i] = s.deadLetter(f, letters[r.Index], now, reducedRaw, r.Reason)
 		}
-		again, err := writer.InsertAll(ctx, s.store, coll, reduced, s.retry, 0, nil)
+		again, err := writer.InsertLetters(ctx, s.store, coll, reduced, s.retry)
 		if err != nil {
 			return fmt.Errorf("parking %d reduced records: %w", len(reduced), err)
 		}

@@ -81,6 +81,7 @@ type flatProto struct {
 	docs    []Doc
 	replace bool
 	version int64       // with replace, the version written (see ReplaceAll)
+	letters bool        // dead letters: no fence (see InsertLetters)
 	drops   map[int]int // given: losses in a row of a document alone, by index
 	limit   int
 	existed int
@@ -165,7 +166,7 @@ func (m *flatProto) onFind(stored map[int]holding, ferr error) flatAction {
 	case f.suspect || errkind.Of(f.err) == errkind.Poison:
 		if len(f.pending) == 1 {
 			err := f.err
-			if f.suspect {
+			if f.suspect && !m.letters {
 				// Its write may still apply, late: fence it first.
 				return flatAction{kind: flatFence, pending: f.pending}
 			}

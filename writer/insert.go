@@ -50,6 +50,17 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 	return ins.all(ctx)
 }
 
+// InsertLetters is InsertAll for dead letters: a dead letter the server
+// keeps closing the connection on is refused (to be stored reduced)
+// without a fence. A fence would leave a stand-in under the dead letter's
+// _id, which no later insert of it, whole or reduced, could take; and a
+// late insert of a dead letter needs no fence, as every insert of one
+// record's dead letter parks the same record under the same _id.
+func InsertLetters(ctx context.Context, store Store, coll string, docs []Doc, retry Retry) (Inserted, error) {
+	ins := &inserter{store: store, retry: retry, flatProto: flatProto{coll: coll, docs: docs, letters: true}}
+	return ins.all(ctx)
+}
+
 // ReplaceAll is InsertAll for documents that replace the one of their _id
 // (Store.Replace), at most batch to a command (an update command, which
 // some servers cannot take large): the last one sent wins. Each document
