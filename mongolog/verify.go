@@ -261,8 +261,13 @@ func writeKey(tag uint32, entry []byte) [32]byte {
 // entries give.
 func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string, ...any)) {
 	stats, _ := d.Lookup(model.Stats).DocumentOK()
+	docs := r.Cfg.Model()
 	for _, s := range sum.Stats {
-		got, err := stats.LookupErr(s.Field)
+		// Nested at the field's path, or under an earlier version's name.
+		got, err := stats.LookupErr(strings.Split(s.Field, ".")...)
+		if err != nil {
+			got, err = stats.LookupErr(docs.OldName(s.Field))
+		}
 		if err != nil {
 			bad("stats.%s missing, the entries hold %d numbers", s.Field, s.N)
 			continue
@@ -283,19 +288,14 @@ func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string
 				numText(s.Min), numText(s.Max), numText(wantSum), s.N)
 		}
 	}
-	counts, _ := d.Lookup(model.Counts).DocumentOK()
 	want := map[string]int{}
 	for _, c := range sum.Counts {
 		want[c.Field+"."+c.Value] = c.N
 	}
-	fields, _ := counts.Elements()
 	got := map[string]int{}
-	for _, f := range fields {
-		vals, _ := f.Value().Document().Elements()
-		for _, v := range vals {
-			got[f.Key()+"."+v.Key()] = int(v.Value().AsInt64())
-		}
-	}
+	eachCount(d, r.oldNames(), func(field, value string, n int64) {
+		got[field+"."+value] += int(n)
+	})
 	var keys []string
 	for k := range want {
 		keys = append(keys, k)
