@@ -186,7 +186,12 @@ func newContent(rng *rand.Rand, cfg *Config, n int, t0 time.Time) *content {
 			msg = holdMark + msg
 		}
 		t := base.Add(time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
-		prev = event(t, map[string]any{"rid": rid, "mod": fmt.Sprintf("m%d", rng.IntN(cfg.Modules)), "msg": msg})
+		fields := map[string]any{"rid": rid, "mod": fmt.Sprintf("m%d", rng.IntN(cfg.Modules)), "msg": msg}
+		if slices.Equal(cfg.BucketKey, []string{"svc.mod"}) {
+			fields["svc"] = map[string]any{"mod": fields["mod"]}
+			delete(fields, "mod")
+		}
+		prev = event(t, fields)
 		buf = append(buf, prev...)
 		c.rids = append(c.rids, rid)
 	}
