@@ -10,12 +10,14 @@ package mongolog
 // takes both, and names a field by its configured path.
 
 import (
+	"fmt"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
@@ -164,4 +166,38 @@ func eachCount(d bson.Raw, old map[string]string, fn func(field, value string, n
 		}
 	}
 	walk(counts, "")
+}
+
+// oldIndexes warns of the fields of c's indexes that name a dotted
+// bucket_key, stats or count_by path where versions before nested paths
+// stored it: such an index serves only the buckets those versions wrote.
+func oldIndexes(c *conf.Config) []string {
+	if c.Mode == model.ModeFlat {
+		return nil
+	}
+	docs := c.Model()
+	type moved struct{ old, now, key, path string }
+	var paths []moved
+	for _, k := range c.BucketKey {
+		paths = append(paths, moved{docs.OldKeyPath(k), docs.KeyPath(k), "bucket_key", k})
+	}
+	for _, s := range c.Stats {
+		paths = append(paths, moved{model.Stats + "." + docs.OldName(s), model.Stats + "." + docs.KeyName(s), "stats", s})
+	}
+	for _, f := range c.CountBy {
+		paths = append(paths, moved{model.Counts + "." + docs.OldName(f), model.Counts + "." + docs.KeyName(f), "count_by", f})
+	}
+	var out []string
+	for _, ix := range c.Indexes {
+		for _, f := range ix {
+			for _, m := range paths {
+				if m.old == m.now || f.Path != m.old && !strings.HasPrefix(f.Path, m.old+".") {
+					continue
+				}
+				out = append(out, fmt.Sprintf("indexes %s: %s %s is stored nested, at %s; %s is where versions before stored it, so the index serves only their buckets (index %s%s)",
+					f.Path, m.key, m.path, m.now, m.old, m.now, f.Path[len(m.old):]))
+			}
+		}
+	}
+	return out
 }
