@@ -126,3 +126,57 @@ func TestNestedAndOldShapes(t *testing.T) {
 		t.Errorf("prune web-1 selects %d buckets, want the new one and the old one", n)
 	}
 }
+
+// A bucket that holds the stats and counts of a dotted path under both
+// names (the old name for its first entries, the nested path for the
+// others), as one an earlier version began and this one filled on would
+// (with an undotted bucket_key its key and _id are the same in both):
+// stats and verify sum the two parts.
+func TestBucketHoldingBothShapes(t *testing.T) {
+	db := testDB(t)
+	k := keys(t, db, "bucket_key", "module", "stats", "http.latency_ms", "count_by", "http.status", "bucket_window", "1m")
+	start := time.Now().UTC().Truncate(24 * time.Hour).Add(-48*time.Hour + 10*time.Hour)
+	d := oldBucket("mixed", "payments-7d9f", start)
+	entry := func(at time.Time, latency, status int32) bson.D {
+		return bson.D{{Key: "ts", Value: at}, {Key: "module", Value: "pay"},
+			{Key: "http", Value: bson.D{{Key: "latency_ms", Value: latency}, {Key: "status", Value: status}}}}
+	}
+	for i, f := range d {
+		switch f.Key {
+		case "key":
+			d[i].Value = bson.D{{Key: "module", Value: "pay"}}
+		case "count":
+			d[i].Value = int32(4)
+		case "logs":
+			logs := f.Value.(bson.A)
+			for _, e := range logs {
+				e.(bson.D)[1] = bson.E{Key: "module", Value: "pay"}
+			}
+			d[i].Value = append(logs, entry(start.Add(20*time.Second), 100, 200), entry(start.Add(30*time.Second), 700, 500))
+		case "maxTs":
+			d[i].Value = start.Add(30 * time.Second)
+		case "stats":
+			d[i].Value = append(f.Value.(bson.D), bson.E{Key: "http", Value: bson.D{{Key: "latency_ms", Value: bson.D{
+				{Key: "max", Value: int64(700)}, {Key: "min", Value: int64(100)}, {Key: "n", Value: int64(2)}, {Key: "sum", Value: int64(800)}}}}})
+		case "counts":
+			d[i].Value = append(f.Value.(bson.D), bson.E{Key: "http", Value: bson.D{{Key: "status", Value: bson.D{
+				{Key: "200", Value: int32(1)}, {Key: "500", Value: int32(1)}}}}})
+		}
+	}
+	insert(t, db, "logs", d)
+
+	r := reader(t, k)
+	var problems []string
+	v, err := r.Verify(context.Background(), VerifyOptions{}, func(p Problem) { problems = append(problems, p.String()) })
+	if err != nil || len(problems) > 0 || v.Records != 4 {
+		t.Errorf("verify: %+v, %v, problems:\n%s", v, err, strings.Join(problems, "\n"))
+	}
+	windows, err := r.Stats(context.Background(), Query{}, time.Hour)
+	if err != nil || len(windows) != 1 {
+		t.Fatalf("stats: %+v, %v", windows, err)
+	}
+	a, c := windows[0].Stats["http.latency_ms"], windows[0].Counts["http.status"]
+	if a == nil || a.Min != 100 || a.Max != 700 || a.Sum != 1600 || a.N != 4 || c["200"] != 2 || c["500"] != 1 || c["503"] != 1 || len(windows[0].Stats) != 1 {
+		t.Errorf("stats %v (%+v), counts %v; want http.latency_ms 100..700 sum 1600 of 4, http.status 200:2 500:1 503:1", windows[0].Stats, a, c)
+	}
+}
