@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -28,8 +29,10 @@ type Config struct {
 	CountBy  []string      // fields whose values are counted
 	// KeepValues are fields whose distinct values a bucket keeps.
 	KeepValues []string
-	// ReplaceDot and ReplaceDollar make key paths and counted values into
-	// field names, the same way record field names are made safe.
+	// ReplaceDot and ReplaceDollar make counted values and keep_values
+	// fields into field names, the same way record field names are made
+	// safe. Key, stats and count_by paths are stored as the nested fields
+	// they name (model.Path).
 	ReplaceDot    string
 	ReplaceDollar string
 }
@@ -100,15 +103,62 @@ func appendInt64(dst []byte, v int64) []byte {
 	return dst
 }
 
-// appendKey appends the key document of one record.
+// appendKey appends the key document of one record: each key path's value
+// (null when the record has none) at the nested fields the path names,
+// in the order of the paths' first segments: kubernetes.pod_name and
+// kubernetes.namespace_name are {kubernetes: {pod_name, namespace_name}}.
 func (c *Config) appendKey(dst []byte, tag string, doc bsoncore.Document) []byte {
-	at, dst := bsoncore.ReserveLength(dst)
 	if len(c.KeyPaths) == 0 {
+		at, dst := bsoncore.ReserveLength(dst)
 		dst = bsoncore.AppendStringElement(dst, c.TagKey, tag)
+		dst = append(dst, 0)
+		return bsoncore.UpdateLength(dst, at, int32(len(dst))-at)
 	}
-	for _, p := range c.KeyPaths {
-		name := c.FieldName(p)
-		if v, ok := lookup(doc, p); ok {
+	return c.appendLevel(dst, "", doc, nil)
+}
+
+// KeyDoc is the key document of a group whose key paths hold the values
+// value gives (a path without one holds null), as Group makes it: for the
+// readers, which name a group's key from its values.
+func (c *Config) KeyDoc(value func(path string) (bsoncore.Value, bool)) bsoncore.Document {
+	if len(c.KeyPaths) == 0 {
+		v, ok := value(c.TagKey)
+		if !ok {
+			v = bsoncore.Value{Type: bsoncore.TypeNull}
+		}
+		return bsoncore.NewDocumentBuilder().AppendValue(c.TagKey, v).Build()
+	}
+	return c.appendLevel(nil, "", nil, value)
+}
+
+// appendLevel appends the document of the key paths below prefix ("" or
+// a path's first segments and a dot), their values from doc, or with
+// value set from it, without allocating.
+func (c *Config) appendLevel(dst []byte, prefix string, doc bsoncore.Document, value func(string) (bsoncore.Value, bool)) []byte {
+	at, dst := bsoncore.ReserveLength(dst)
+	for i, p := range c.KeyPaths {
+		if !strings.HasPrefix(p, prefix) {
+			continue
+		}
+		seg, _, more := strings.Cut(p[len(prefix):], ".")
+		field := p[:len(prefix)+len(seg)] // the path to this field
+		if slices.ContainsFunc(c.KeyPaths[:i], func(q string) bool { return under(q, field) }) {
+			continue // written with an earlier path's
+		}
+		name := model.SafeName(seg, c.ReplaceDot, c.ReplaceDollar)
+		if more {
+			dst = bsoncore.AppendHeader(dst, bsoncore.TypeEmbeddedDocument, name)
+			dst = c.appendLevel(dst, p[:len(field)+1], doc, value)
+			continue
+		}
+		var v bsoncore.Value
+		var ok bool
+		if value != nil {
+			v, ok = value(p)
+		} else {
+			v, ok = lookup(doc, p)
+		}
+		if ok {
 			dst = bsoncore.AppendValueElement(dst, name, v)
 		} else {
 			dst = bsoncore.AppendNullElement(dst, name)
@@ -116,6 +166,28 @@ func (c *Config) appendKey(dst []byte, tag string, doc bsoncore.Document) []byte
 	}
 	dst = append(dst, 0)
 	return bsoncore.UpdateLength(dst, at, int32(len(dst))-at)
+}
+
+// under reports whether path q is field or a path below it.
+func under(q, field string) bool {
+	return strings.HasPrefix(q, field) && (len(q) == len(field) || q[len(field)] == '.')
+}
+
+// KeyFields calls fn with each field of key, a group's key document: its
+// stored path in the key (kubernetes.pod_name) and its value.
+func (c *Config) KeyFields(key bsoncore.Document, fn func(path string, v bsoncore.Value)) {
+	if len(c.KeyPaths) == 0 {
+		if v, ok := bsonscan.Element(key, c.TagKey); ok {
+			fn(c.TagKey, v)
+		}
+		return
+	}
+	for _, p := range c.KeyPaths {
+		path := c.Path(p)
+		if v, ok := lookup(key, path); ok {
+			fn(path, v)
+		}
+	}
 }
 
 // lookup finds the value at a dotted path in doc, without allocating.
@@ -135,15 +207,21 @@ func lookup(doc bsoncore.Document, path string) (bsoncore.Value, bool) {
 	}
 }
 
-// FieldName turns a dotted path or a counted value into one safe field
-// name, escaped as record fields are (model.SafeName).
+// FieldName turns a counted value or a keep_values path into one safe
+// field name, escaped as record fields are (model.SafeName).
 func (c *Config) FieldName(s string) string {
 	return model.SafeName(s, c.ReplaceDot, c.ReplaceDollar)
 }
 
+// Path is where a key, stats or count_by path is stored: the nested
+// fields it names (model.Path).
+func (c *Config) Path(p string) string {
+	return model.Path(p, c.ReplaceDot, c.ReplaceDollar)
+}
+
 // Stat is the numeric summary of one field over some records.
 type Stat struct {
-	Field    string // safe field name
+	Field    string // stored path (Path)
 	N        int    // how many numeric values were seen
 	Min, Max float64
 	Sum      float64
@@ -153,8 +231,9 @@ type Stat struct {
 
 // Count is the number of records with one value of a counted field.
 type Count struct {
-	Field, Value string // safe field names
-	N            int
+	Field string // stored path (Path)
+	Value string // safe field name
+	N     int
 }
 
 // Summary is what a bucket records about a set of its entries.
@@ -187,7 +266,7 @@ func (c *Config) Summarize(recs []*parser.Record) Summary {
 	s := Summary{Records: len(recs)}
 	stats := make([]Stat, len(c.Stats))
 	for i, f := range c.Stats {
-		stats[i] = Stat{Field: c.FieldName(f), Min: math.Inf(1), Max: math.Inf(-1)}
+		stats[i] = Stat{Field: c.Path(f), Min: math.Inf(1), Max: math.Inf(-1)}
 	}
 	counts := map[[2]string]int{}
 	var order [][2]string
@@ -203,7 +282,7 @@ func (c *Config) Summarize(recs []*parser.Record) Summary {
 			addStat(&stats[j], rec.Doc, f)
 		}
 		for _, f := range c.CountBy {
-			k := [2]string{c.FieldName(f), c.FieldName(valueName(rec.Doc, f))}
+			k := [2]string{c.Path(f), c.FieldName(valueName(rec.Doc, f))}
 			if _, ok := counts[k]; !ok {
 				order = append(order, k)
 			}

@@ -25,7 +25,7 @@ func appDoc(module, level string, cost int32) *bsoncore.DocumentBuilder {
 }
 
 func TestGroupByKeyAndWindow(t *testing.T) {
-	c := &Config{KeyPaths: []string{"module", "k8s.pod", "missing"}, TagKey: "tag", Window: time.Minute, ReplaceDot: "_"}
+	c := &Config{KeyPaths: []string{"module", "k8s.pod", "missing", "k8s.ns.name"}, TagKey: "tag", Window: time.Minute, ReplaceDot: "_"}
 	recs := []parser.Record{
 		rec(0, 0, appDoc("pay", "info", 1)),
 		rec(1, 10, appDoc("auth", "info", 2)),
@@ -43,9 +43,16 @@ func TestGroupByKeyAndWindow(t *testing.T) {
 	if !g.Start.Equal(t0) || !g.End.Equal(t0.Add(time.Minute)) {
 		t.Errorf("window %v-%v", g.Start, g.End)
 	}
-	want := `{"module": "pay","k8s_pod": "p-pay","missing": null}`
+	// A dotted path is stored as the nested fields it names, paths
+	// sharing a first segment in one document.
+	want := `{"module": "pay","k8s": {"pod": "p-pay","ns": {"name": null}},"missing": null}`
 	if got := g.Key.String(); got != want {
 		t.Errorf("key %s, want %s", got, want)
+	}
+	var fields []string
+	c.KeyFields(g.Key, func(path string, v bsoncore.Value) { fields = append(fields, path+"="+v.String()) })
+	if got, want := strings.Join(fields, " "), `module="pay" k8s.pod="p-pay" missing=null k8s.ns.name=null`; got != want {
+		t.Errorf("KeyFields: %s, want %s", got, want)
 	}
 	if groups[2].ID == g.ID || groups[1].ID == g.ID {
 		t.Errorf("group ids are not distinct: %s %s %s", g.ID, groups[1].ID, groups[2].ID)
@@ -93,7 +100,7 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	want := map[[2]string]int{{"level", "info"}: 1, {"level", "error"}: 1, {"level", "a_b"}: 1,
-		{"k8s_pod", "p-pay"}: 2, {"k8s_pod", "null"}: 1}
+		{"k8s.pod", "p-pay"}: 2, {"k8s.pod", "null"}: 1}
 	if len(s.Counts) != len(want) {
 		t.Fatalf("counts %+v", s.Counts)
 	}

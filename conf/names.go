@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
@@ -98,6 +99,21 @@ func checkFieldPath(p string) string {
 	}
 	if slices.Contains(strings.Split(p, "."), "") {
 		return "has an empty path segment (write a.b, not a..b, .a or a.)"
+	}
+	return ""
+}
+
+// checkStoredPath checks a field path (checkFieldPath passed) that is
+// stored as the nested fields it names: each segment is stored as it is,
+// so none may start with '$' or hold invalid UTF-8.
+func checkStoredPath(p string) string {
+	for _, seg := range strings.Split(p, ".") {
+		switch {
+		case strings.HasPrefix(seg, "$"):
+			return "has a segment starting with '$' (" + seg + "), which MongoDB reads as an operator, not a field name"
+		case !utf8.ValidString(seg):
+			return "is not valid UTF-8"
+		}
 	}
 	return ""
 }

@@ -82,7 +82,7 @@ func (r *reader) readConnection(c *Config, env func(string) string, readFile fun
 // readBuckets reads the document model and what a bucket holds.
 func (r *reader) readBuckets(c *Config) {
 	c.Mode = model.Mode(r.enum("mode", string(model.ModeBucket), string(model.ModeFlat)))
-	c.BucketKey = r.fieldPaths("bucket_key")
+	c.BucketKey = r.storedPaths("bucket_key")
 	c.BucketWindow = r.duration("bucket_window", func(d time.Duration) string {
 		if d != 0 && day%d != 0 {
 			return "must divide 24h evenly so that windows align with UTC days (e.g. 10s, 30s, 1m, 5m, 15m, 1h, 6h, 24h)"
@@ -91,8 +91,8 @@ func (r *reader) readBuckets(c *Config) {
 	})
 	c.BucketMaxRecords = r.integer("bucket_max_records")
 	c.BucketMaxBytes = r.size("bucket_max_bytes")
-	c.Stats = r.fieldPaths("stats")
-	c.CountBy = r.fieldPaths("count_by")
+	c.Stats = r.storedPaths("stats")
+	c.CountBy = r.storedPaths("count_by")
 	c.KeepValues = r.fieldPaths("keep_values")
 	c.Indexes = r.indexes("indexes")
 	c.IDKey = r.name("id_key", checkIDKey)

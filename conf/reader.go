@@ -191,6 +191,31 @@ func (r *reader) fieldPaths(key string) []string {
 	return list
 }
 
+// storedPaths reads a list of field paths that are also stored as the
+// nested fields they name (bucket_key under key, stats under stats,
+// count_by under counts): each segment must be a field name as it is
+// (checkStoredPath), and no path may lie inside another, where one field
+// would have to be both a value and a document.
+func (r *reader) storedPaths(key string) []string {
+	list := r.fieldPaths(key)
+	var why string
+	for _, p := range list {
+		if why = checkStoredPath(p); why != "" {
+			why = strconv.Quote(p) + " " + why
+			break
+		}
+		if j := slices.IndexFunc(list, func(q string) bool { return strings.HasPrefix(q, p+".") }); j >= 0 {
+			why = strconv.Quote(list[j]) + " lies inside " + strconv.Quote(p) + ": the paths are stored nested, and " +
+				p + " cannot hold both a value and the field " + list[j][len(p)+1:] + "; keep one of them"
+			break
+		}
+	}
+	if !r.check(key, r.set[key], why) {
+		return nil
+	}
+	return list
+}
+
 // uri resolves the connection string from exactly one of uri, uri_file, uri_env.
 func (r *reader) uri(env func(string) string, readFile func(string) ([]byte, error)) (uri, source string) {
 	literal, literalSet := r.raw("uri")

@@ -313,7 +313,8 @@ func (in *Instance) flush(tag string, data []byte) sink.Result {
 func expiry(cfg *conf.Config) layout.Expiry {
 	e, docs := layout.Expiry{TTL: cfg.TTL, Jitter: cfg.TTLJitter}, cfg.Model()
 	for _, r := range cfg.TTLRules {
-		e.Rules = append(e.Rules, layout.Rule{Field: docs.RuleField(r.Field), Value: r.Value, TTL: r.TTL})
+		field, old := docs.RuleField(r.Field)
+		e.Rules = append(e.Rules, layout.Rule{Field: field, Old: old, Value: r.Value, TTL: r.TTL})
 	}
 	return e
 }

@@ -15,7 +15,11 @@ import (
 // Rule gives the documents whose Field holds Value a retention of TTL
 // instead of the collection's.
 type Rule struct {
-	Field string // as stored: a bucket's key field name, or a flat document's top-level field
+	Field string // as stored: a path in a bucket's key, or a flat document's top-level field
+	// Old is where a bucket written before nested paths holds Field
+	// (its dots replaced: model.Docs.OldName), read when Field is not
+	// there; "" when it is Field.
+	Old   string
 	Value string
 	TTL   time.Duration
 }
@@ -45,8 +49,11 @@ func (e Expiry) At(anchor time.Time, id string, doc bsoncore.Document) time.Time
 // first matching rule's TTL minus TTL, 0 when none matches.
 func (e Expiry) Offset(doc bsoncore.Document) time.Duration {
 	for _, r := range e.Rules {
-		v, err := doc.LookupErr(r.Field)
-		if err != nil {
+		v, ok := lookupPath(doc, r.Field)
+		if !ok && r.Old != "" {
+			v, ok = lookupPath(doc, r.Old)
+		}
+		if !ok {
 			continue
 		}
 		if text, ok := parser.ScalarText(v); ok && text == r.Value {
@@ -54,6 +61,24 @@ func (e Expiry) Offset(doc bsoncore.Document) time.Duration {
 		}
 	}
 	return 0
+}
+
+// lookupPath is the value at dotted path p in doc, through embedded
+// documents.
+func lookupPath(doc bsoncore.Document, p string) (bsoncore.Value, bool) {
+	for {
+		seg, rest, more := strings.Cut(p, ".")
+		v, err := doc.LookupErr(seg)
+		switch {
+		case err != nil:
+			return bsoncore.Value{}, false
+		case !more:
+			return v, true
+		case v.Type != bsoncore.TypeEmbeddedDocument:
+			return bsoncore.Value{}, false
+		}
+		doc, p = v.Document(), rest
+	}
 }
 
 // Jitter is a duration in [0, max) fixed by id, so every write of one

@@ -132,6 +132,17 @@ func TestExpiry(t *testing.T) {
 			t.Errorf("case %d: kept %v, want %v", i, got, c.keep)
 		}
 	}
+	// A dotted bucket_key path is read where it is stored, nested, and in
+	// a bucket of an earlier version under its old name.
+	k8s := Expiry{TTL: 7 * 24 * time.Hour, Rules: []Rule{{Field: "k8s.pod", Old: "k8s_pod", Value: "audit-0", TTL: 24 * time.Hour}}}
+	for _, d := range []bsoncore.Document{doc("k8s", bson.D{{Key: "pod", Value: "audit-0"}}), doc("k8s_pod", "audit-0")} {
+		if got := k8s.At(anchor, "g", d).Add(k8s.TTL).Sub(anchor); got != 24*time.Hour {
+			t.Errorf("key %s: kept %v, want the rule's 24h", d, got)
+		}
+	}
+	if got := k8s.At(anchor, "g", doc("k8s", "audit-0")).Add(k8s.TTL).Sub(anchor); got != 7*24*time.Hour {
+		t.Errorf("a key whose k8s is no document: kept %v, want the TTL", got)
+	}
 	j := Expiry{TTL: time.Hour, Jitter: time.Hour}
 	a, b := j.At(anchor, "one", nil), j.At(anchor, "two", nil)
 	if a == b || a.Before(anchor) || !a.Before(anchor.Add(time.Hour)) || a != j.At(anchor, "one", nil) {

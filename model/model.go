@@ -13,19 +13,19 @@ import (
 
 // The fields of a bucket.
 const (
-	ID     = "_id"   // <group id>-<seq>, made by the client
-	Key    = "key"   // the bucket_key fields (or the tag), a document
-	Seq    = "seq"   // the bucket's place among its group's buckets, from 0
-	Start  = "start" // the window's start, with bucket_window
-	End    = "end"   // the window's end, with bucket_window
-	Count  = "count" // entries held
-	Bytes  = "bytes" // the entries' size
-	Logs   = "logs"  // the entries, in order
-	Ops    = "ops"   // per entry, the chunk it came from (idempotent writes)
-	MinTs  = "minTs" // the oldest entry's time
-	MaxTs  = "maxTs" // the newest entry's time
-	Stats  = "stats" // stats.<field>.{min,max,sum,n}
-	Counts = "counts"
+	ID     = "_id"    // <group id>-<seq>, made by the client
+	Key    = "key"    // the bucket_key fields (or the tag), a document
+	Seq    = "seq"    // the bucket's place among its group's buckets, from 0
+	Start  = "start"  // the window's start, with bucket_window
+	End    = "end"    // the window's end, with bucket_window
+	Count  = "count"  // entries held
+	Bytes  = "bytes"  // the entries' size
+	Logs   = "logs"   // the entries, in order
+	Ops    = "ops"    // per entry, the chunk it came from (idempotent writes)
+	MinTs  = "minTs"  // the oldest entry's time
+	MaxTs  = "maxTs"  // the newest entry's time
+	Stats  = "stats"  // stats.<field path>.{min,max,sum,n}
+	Counts = "counts" // counts.<field path>.<value>
 	// Values holds values.<field>: [distinct values] (keep_values), and
 	// ValuesTruncated.<field> is true when they did not all fit.
 	Values          = "values"
@@ -82,8 +82,13 @@ const (
 	Raw       = "raw"
 )
 
-// Stat is the path of one statistic (min, max, sum or n) of field.
+// Stat is the path of one statistic (min, max, sum or n) of field, a
+// stored path (see Path): stats.http.latency_ms.max for http.latency_ms.
 func Stat(field, which string) string { return Stats + "." + field + "." + which }
+
+// CountOf is the path of the count of value (a safe name) of field, a stored
+// path (see Path): counts.http.status.200.
+func CountOf(field, value string) string { return Counts + "." + field + "." + value }
 
 // In is the path of field inside the entries, for $unwind pipelines: logs.<field>.
 func In(field string) string { return Logs + "." + field }
@@ -94,7 +99,7 @@ type Docs struct {
 	Flat             bool          // mode flat: one document per record
 	Window           time.Duration // bucket_window; 0: buckets have no start and end
 	TagKey, TimeKey  string        // tag_key, time_key
-	KeyReplaceDot    string        // key_replace_dot: how a bucket_key path's dots are stored
+	KeyReplaceDot    string        // key_replace_dot: how earlier versions stored a bucket_key path's dots
 	KeyReplaceDollar string
 	Indexes          [][]IndexField // indexes, as given
 	Shard            []ShardField   // shard_key
@@ -122,11 +127,25 @@ type ShardField struct {
 }
 
 // KeyPath is where a bucket_key field (a path as configured, dots and all)
-// is stored in a bucket: key.<field as the decoder stores a name>.
+// is stored in a bucket: key.<path>, the nested field the path names
+// (key.kubernetes.pod_name is {key: {kubernetes: {pod_name: ...}}}).
 func (d Docs) KeyPath(field string) string { return Key + "." + d.KeyName(field) }
 
-// KeyName is the name a bucket_key path has inside the bucket's key.
+// KeyName is the path a bucket_key field has inside the bucket's key.
 func (d Docs) KeyName(field string) string {
+	return Path(field, d.KeyReplaceDot, d.KeyReplaceDollar)
+}
+
+// OldKeyPath is where versions before nested paths stored a bucket_key
+// field: key.<the path as one name, its dots replaced>
+// (key.kubernetes_pod_name). It is KeyPath when the path has no dot.
+func (d Docs) OldKeyPath(field string) string { return Key + "." + d.OldName(field) }
+
+// OldName is the one name versions before nested paths stored a
+// configured path (a bucket_key, stats or count_by field) under: its dots
+// replaced by key_replace_dot (kubernetes_pod_name). It is the stored path
+// when the path has no dot.
+func (d Docs) OldName(field string) string {
 	return SafeName(field, d.KeyReplaceDot, d.KeyReplaceDollar)
 }
 
@@ -197,13 +216,19 @@ func (d Docs) BucketsIn(from, to time.Time) bson.D {
 	return f
 }
 
-// RuleField is where a ttl_rules field is read: a bucket's key field, or a
-// flat document's top-level field.
-func (d Docs) RuleField(field string) string {
+// RuleField is where a ttl_rules field is read: a bucket's key field (a
+// path in its key), or a flat document's top-level field. old is where a
+// bucket written by an earlier version holds it (see OldName), "" when
+// that is the same.
+func (d Docs) RuleField(field string) (path, old string) {
 	if d.Flat {
-		return field
+		return field, ""
 	}
-	return d.KeyName(field)
+	path = d.KeyName(field)
+	if o := d.OldName(field); o != path {
+		old = o
+	}
+	return path, old
 }
 
 // Validator is the validator of the configuration's collections (validate on).

@@ -8,22 +8,49 @@ import (
 )
 
 func TestKeyPathAndShardKey(t *testing.T) {
+	// A dotted bucket_key path is stored as the nested fields it names;
+	// versions before stored it as one name, its dots replaced.
 	d := Docs{KeyReplaceDot: "_", KeyReplaceDollar: "_", Shard: []ShardField{{Name: "k8s.pod", Hashed: true}, {Name: Start}, {Name: ID}}}
-	if got := d.KeyPath("k8s.pod"); got != "key.k8s_pod" {
-		t.Errorf("KeyPath = %q, want key.k8s_pod", got)
+	if got := d.KeyPath("k8s.pod"); got != "key.k8s.pod" {
+		t.Errorf("KeyPath = %q, want key.k8s.pod", got)
 	}
-	want := bson.D{{Key: "key.k8s_pod", Value: "hashed"}, {Key: "start", Value: 1}, {Key: "_id", Value: 1}}
+	if got := d.OldKeyPath("k8s.pod"); got != "key.k8s_pod" {
+		t.Errorf("OldKeyPath = %q, want key.k8s_pod", got)
+	}
+	want := bson.D{{Key: "key.k8s.pod", Value: "hashed"}, {Key: "start", Value: 1}, {Key: "_id", Value: 1}}
 	if got := d.ShardKey(); !equal(got, want) {
 		t.Errorf("ShardKey = %v, want %v", got, want)
 	}
 	if (Docs{}).ShardKey() != nil {
 		t.Error("no shard_key gives a shard key")
 	}
-	if got := (Docs{Flat: true}).RuleField("k8s.pod"); got != "k8s.pod" {
-		t.Errorf("flat RuleField = %q, want the field as given", got)
+	if got, old := (Docs{Flat: true}).RuleField("k8s.pod"); got != "k8s.pod" || old != "" {
+		t.Errorf("flat RuleField = %q, %q, want the field as given", got, old)
 	}
-	if got := d.RuleField("k8s.pod"); got != "k8s_pod" {
-		t.Errorf("bucket RuleField = %q, want k8s_pod", got)
+	if got, old := d.RuleField("k8s.pod"); got != "k8s.pod" || old != "k8s_pod" {
+		t.Errorf("bucket RuleField = %q, %q, want k8s.pod, k8s_pod", got, old)
+	}
+	if got, old := d.RuleField("module"); got != "module" || old != "" {
+		t.Errorf("bucket RuleField = %q, %q, want module and no other", got, old)
+	}
+}
+
+func TestPath(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"module", "module"},
+		{"kubernetes.pod_name", "kubernetes.pod_name"},
+		{"a.$b", "a._b"}, // the configuration refuses it; made safe all the same
+		{"a..b", "a._empty.b"},
+	} {
+		if got := Path(c.in, "_", "_"); got != c.want {
+			t.Errorf("Path(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Stat("http.latency_ms", "max"); got != "stats.http.latency_ms.max" {
+		t.Errorf("Stat = %q", got)
+	}
+	if got := CountOf("http.status", "200"); got != "counts.http.status.200" {
+		t.Errorf("CountOf = %q", got)
 	}
 }
 

@@ -70,3 +70,26 @@ func SafeName(key, dot, dollar string) string {
 	}
 	return string(AppendName(nil, []byte(key), dot, dollar))
 }
+
+// Path is a configured dotted path (a bucket_key, stats or count_by field)
+// as it is stored: the nested fields it names, each segment made safe as a
+// field name is (SafeName), so kubernetes.pod_name stays
+// kubernetes.pod_name. The configuration refuses paths whose segments
+// would change (empty, or starting with "$").
+func Path(p, dot, dollar string) string {
+	for rest := p; ; {
+		seg, tail, more := strings.Cut(rest, ".")
+		if !cleanName([]byte(seg)) {
+			break
+		}
+		if !more {
+			return p // the usual path: no allocation
+		}
+		rest = tail
+	}
+	segs := strings.Split(p, ".")
+	for i, s := range segs {
+		segs[i] = SafeName(s, dot, dollar)
+	}
+	return strings.Join(segs, ".")
+}

@@ -52,6 +52,7 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 		var warnings []string
 		if c != nil {
 			warnings = append(warnings, exposure(c)...)
+			warnings = append(warnings, oldIndexes(c)...)
 		}
 		for _, n := range advise(o.Props) {
 			if n.problem {

@@ -178,6 +178,26 @@ func TestCheckWarnsOfRiskyDefaults(t *testing.T) {
 	}
 }
 
+// An index on where versions before nested paths stored a dotted
+// bucket_key, stats or count_by path is a warning naming where the path
+// is stored now.
+func TestCheckWarnsOfIndexesOnOldNames(t *testing.T) {
+	problems, out := check(t, "bucket_key kubernetes.pod_name,host\nstats http.latency_ms\ncount_by http.status\n"+
+		"indexes key.kubernetes_pod_name+start, stats.http_latency_ms.max:-1, counts.http_status.500, key.host, key.kubernetes.pod_name\n")
+	for _, w := range []string{
+		"warning: indexes key.kubernetes_pod_name: bucket_key kubernetes.pod_name is stored nested, at key.kubernetes.pod_name; key.kubernetes_pod_name is where versions before stored it, so the index serves only their buckets (index key.kubernetes.pod_name)",
+		"warning: indexes stats.http_latency_ms.max: stats http.latency_ms is stored nested, at stats.http.latency_ms; stats.http_latency_ms is where versions before stored it, so the index serves only their buckets (index stats.http.latency_ms.max)",
+		"warning: indexes counts.http_status.500: count_by http.status is stored nested, at counts.http.status; counts.http_status is where versions before stored it, so the index serves only their buckets (index counts.http.status.500)",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("no %q in:\n%s", w, out)
+		}
+	}
+	if n := strings.Count(out, "is stored nested"); n != 3 || problems != 0 {
+		t.Errorf("%d warnings of old names, %d problems, want 3 and none:\n%s", n, problems, out)
+	}
+}
+
 // A template that does not parse is a problem naming the key, the value
 // and the column, as at start-up; a good one is none.
 func TestCheckTemplates(t *testing.T) {

@@ -161,7 +161,7 @@ func (r *Reader) ExportCheck(opt ExportOptions, now time.Time) ([]time.Time, err
 // buckets (one the buckets' key cannot answer alone).
 func (r *Reader) entryCond(conds []Cond) (Cond, bool) {
 	for _, c := range conds {
-		if _, ok := r.keyField(c.Field); !ok || c.Op != "=" && c.Op != "~" {
+		if !r.keyField(c.Field) || c.Op != "=" && c.Op != "~" {
 			return c, true
 		}
 	}
@@ -512,7 +512,7 @@ func (r *Reader) matching(ctx context.Context, coll string, id bson.RawValue, co
 
 // writeRecords writes the entries of document d, each as a line.
 func (r *Reader) writeRecords(w *windowWriter, d bson.Raw, entries []bson.RawValue, m *Manifest) error {
-	key, hasKey := d.Lookup(model.Key).DocumentOK()
+	key, hasKey := r.Key(d)
 	for _, e := range entries {
 		doc, ok := e.DocumentOK()
 		if !ok {
@@ -754,12 +754,8 @@ func (r *Reader) KeyConds(conds []Cond) error {
 		if r.Cfg.Mode == model.ModeFlat {
 			return fmt.Errorf("%s: mode flat has no bucket key; give the condition as an argument", c)
 		}
-		if _, ok := r.keyField(c.Field); !ok || c.Op != "=" {
-			keys := r.Cfg.BucketKey
-			if len(keys) == 0 {
-				keys = []string{r.Cfg.TagKey}
-			}
-			return fmt.Errorf("%s: want a bucket_key field (%s) = value", c, strings.Join(keys, ","))
+		if !r.keyField(c.Field) || c.Op != "=" {
+			return fmt.Errorf("%s: want a bucket_key field (%s) = value", c, strings.Join(r.keys(), ","))
 		}
 	}
 	return nil

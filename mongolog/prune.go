@@ -43,19 +43,15 @@ func (r *Reader) PruneFilter(opt PruneOptions) (bson.D, error) {
 	}
 	filter := bson.D{}
 	for _, c := range opt.Conds {
-		path := c.Field
-		if r.Cfg.Mode != model.ModeFlat {
-			var ok bool
-			if path, ok = r.keyField(c.Field); !ok {
-				keys := r.Cfg.BucketKey
-				if len(keys) == 0 {
-					keys = []string{r.Cfg.TagKey}
-				}
-				return nil, fmt.Errorf("condition %s: prune deletes whole buckets, so it takes bucket_key fields only (%s), and %s is not one",
-					c, strings.Join(keys, ","), c.Field)
-			}
+		if r.Cfg.Mode == model.ModeFlat {
+			filter = append(filter, c.filter(c.Field))
+			continue
 		}
-		filter = append(filter, c.filter(path))
+		if !r.keyField(c.Field) {
+			return nil, fmt.Errorf("condition %s: prune deletes whole buckets, so it takes bucket_key fields only (%s), and %s is not one",
+				c, strings.Join(r.keys(), ","), c.Field)
+		}
+		filter = append(filter, r.keyCond(c, c.Field))
 	}
 	return mergeSame(append(filter, bson.E{Key: r.pruneTimeField(), Value: bson.D{{Key: "$lt", Value: opt.Before}}})), nil
 }

@@ -144,17 +144,10 @@ func (r *Reader) Collections(ctx context.Context, from, to time.Time) ([]string,
 	return out, nil
 }
 
-// keyField is where a bucket stores the key field path, and whether path
-// is one.
-func (r *Reader) keyField(path string) (string, bool) {
-	keys := r.Cfg.BucketKey
-	if len(keys) == 0 {
-		keys = []string{r.Cfg.TagKey}
-	}
-	if !slices.Contains(keys, path) {
-		return "", false
-	}
-	return r.Cfg.Model().KeyPath(path), true
+// keyField reports whether path is a bucket_key field (the tag key
+// without any).
+func (r *Reader) keyField(path string) bool {
+	return slices.Contains(r.keys(), path)
 }
 
 // bucketFilter selects the buckets that may hold records of q: key
@@ -164,12 +157,8 @@ func (r *Reader) bucketFilter(q Query) bson.D {
 	var f bson.D
 	// With every key field given as text, the whole key is one value: the
 	// lookup index {key: 1, start: 1} serves the query.
-	keys := r.Cfg.BucketKey
-	if len(keys) == 0 {
-		keys = []string{r.Cfg.TagKey}
-	}
-	var whole bson.D
-	for _, k := range keys {
+	whole := map[string]string{}
+	for _, k := range r.keys() {
 		i := slices.IndexFunc(q.Conds, func(c Cond) bool { return c.Field == k && c.Op == "=" })
 		if i < 0 {
 			whole = nil
@@ -179,14 +168,14 @@ func (r *Reader) bucketFilter(q Query) bson.D {
 			whole = nil // stored as a number or as text: not one value
 			break
 		}
-		whole = append(whole, bson.E{Key: r.Cfg.Model().KeyName(k), Value: q.Conds[i].Value})
+		whole[k] = q.Conds[i].Value
 	}
 	if whole != nil {
-		f = append(f, bson.E{Key: model.Key, Value: whole})
+		f = append(f, r.wholeKey(whole))
 	}
 	for _, c := range q.Conds {
-		if path, ok := r.keyField(c.Field); ok && (c.Op == "=" && whole == nil || c.Op == "~") {
-			f = append(f, c.filter(path))
+		if r.keyField(c.Field) && (c.Op == "=" && whole == nil || c.Op == "~") {
+			f = append(f, r.keyCond(c, c.Field))
 		}
 	}
 	f = append(f, r.Cfg.Model().BucketsIn(q.From, q.To)...)

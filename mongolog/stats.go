@@ -78,7 +78,7 @@ func (r *Reader) StatsCheck(q Query, step time.Duration) (time.Duration, error) 
 		return 0, fmt.Errorf("stats reads bucket fields; mode flat has no buckets (use query)")
 	}
 	for _, c := range q.Conds {
-		if _, ok := r.keyField(c.Field); !ok {
+		if !r.keyField(c.Field) {
 			return 0, fmt.Errorf("condition %s: stats reads bucket fields only; %s is not a bucket_key field (%s)",
 				c, c.Field, strings.Join(r.Cfg.BucketKey, ","))
 		}
@@ -114,6 +114,7 @@ func (r *Reader) statsInto(ctx context.Context, q Query, step time.Duration, byS
 	if f == nil {
 		f = bson.D{}
 	}
+	old := r.oldNames()
 	for _, coll := range colls {
 		cur, err := r.DB.Collection(coll).Find(ctx, f, options.Find().SetProjection(proj))
 		if err != nil {
@@ -131,7 +132,7 @@ func (r *Reader) statsInto(ctx context.Context, q Query, step time.Duration, byS
 				w = &Window{Start: at, Counts: map[string]map[string]int64{}, Stats: map[string]*Agg{}}
 				byStart[at.UnixMilli()] = w
 			}
-			w.add(d)
+			w.add(d, old)
 		}
 		if err := cur.Err(); err != nil {
 			_ = cur.Close(ctx)
@@ -142,37 +143,30 @@ func (r *Reader) statsInto(ctx context.Context, q Query, step time.Duration, byS
 	return nil
 }
 
-// add adds bucket d to w.
-func (w *Window) add(d bson.Raw) {
+// add adds bucket d to w: its counts and stats by their fields' paths
+// (see eachStat, eachCount; old maps an earlier version's names to them).
+func (w *Window) add(d bson.Raw, old map[string]string) {
 	w.Buckets++
 	w.Records += d.Lookup(model.Count).AsInt64()
-	counts, _ := d.Lookup(model.Counts).DocumentOK()
-	fields, _ := counts.Elements()
-	for _, fe := range fields {
-		vals, _ := fe.Value().Document().Elements()
-		m := w.Counts[fe.Key()]
+	eachCount(d, old, func(field, value string, n int64) {
+		m := w.Counts[field]
 		if m == nil {
 			m = map[string]int64{}
-			w.Counts[fe.Key()] = m
+			w.Counts[field] = m
 		}
-		for _, v := range vals {
-			m[v.Key()] += v.Value().AsInt64()
-		}
-	}
-	stats, _ := d.Lookup(model.Stats).DocumentOK()
-	sfields, _ := stats.Elements()
-	for _, se := range sfields {
-		s := se.Value().Document()
+		m[value] += n
+	})
+	eachStat(d, old, func(field string, s bson.Raw) {
 		num := func(k string) float64 { f, _ := s.Lookup(k).AsFloat64OK(); return f }
-		a := w.Stats[se.Key()]
+		a := w.Stats[field]
 		if a == nil {
 			a = &Agg{Min: num("min"), Max: num("max")}
-			w.Stats[se.Key()] = a
+			w.Stats[field] = a
 		}
 		a.Min, a.Max = min(a.Min, num("min")), max(a.Max, num("max"))
 		a.Sum += num("sum")
 		a.N += int64(num("n"))
-	}
+	})
 }
 
 // sortedWindows is the windows of byStart by time.

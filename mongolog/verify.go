@@ -260,42 +260,52 @@ func writeKey(tag uint32, entry []byte) [32]byte {
 // verifySummary compares a bucket's stats and counts with those its
 // entries give.
 func (r *Reader) verifySummary(d bson.Raw, sum bucketer.Summary, bad func(string, ...any)) {
-	stats, _ := d.Lookup(model.Stats).DocumentOK()
+	// A field's stats are nested at its path, or under an earlier
+	// version's name, or, in a bucket an earlier version began, both: the
+	// two parts summarise different entries.
+	type held struct {
+		min, max, sum, n float64
+		hasN             bool
+	}
+	stats := map[string]*held{}
+	old := r.oldNames()
+	eachStat(d, old, func(field string, s bson.Raw) {
+		num := func(k string) float64 { f, _ := s.Lookup(k).AsFloat64OK(); return f }
+		h := stats[field]
+		if h == nil {
+			h = &held{min: num("min"), max: num("max"), hasN: true}
+			stats[field] = h
+		}
+		h.min, h.max = min(h.min, num("min")), max(h.max, num("max"))
+		h.sum += num("sum")
+		h.n += num("n")
+		h.hasN = h.hasN && s.Lookup("n").Type != 0
+	})
 	for _, s := range sum.Stats {
-		got, err := stats.LookupErr(s.Field)
-		if err != nil {
+		g := stats[s.Field]
+		if g == nil {
 			bad("stats.%s missing, the entries hold %d numbers", s.Field, s.N)
 			continue
-		}
-		g := got.Document()
-		num := func(k string) float64 {
-			f, _ := g.Lookup(k).AsFloat64OK()
-			return f
 		}
 		wantSum := s.Sum
 		if !s.Float {
 			wantSum = float64(s.IntSum)
 		}
-		if num("min") != s.Min || num("max") != s.Max || math.Abs(num("sum")-wantSum) > 1e-9*math.Max(1, math.Abs(wantSum)) ||
-			g.Lookup("n").Type != 0 && num("n") != float64(s.N) {
+		if g.min != s.Min || g.max != s.Max || math.Abs(g.sum-wantSum) > 1e-9*math.Max(1, math.Abs(wantSum)) ||
+			g.hasN && g.n != float64(s.N) {
 			bad("stats.%s is min %s max %s sum %s n %s, the entries give min %s max %s sum %s n %d", s.Field,
-				numText(num("min")), numText(num("max")), numText(num("sum")), numText(num("n")),
+				numText(g.min), numText(g.max), numText(g.sum), numText(g.n),
 				numText(s.Min), numText(s.Max), numText(wantSum), s.N)
 		}
 	}
-	counts, _ := d.Lookup(model.Counts).DocumentOK()
 	want := map[string]int{}
 	for _, c := range sum.Counts {
 		want[c.Field+"."+c.Value] = c.N
 	}
-	fields, _ := counts.Elements()
 	got := map[string]int{}
-	for _, f := range fields {
-		vals, _ := f.Value().Document().Elements()
-		for _, v := range vals {
-			got[f.Key()+"."+v.Key()] = int(v.Value().AsInt64())
-		}
-	}
+	eachCount(d, old, func(field, value string, n int64) {
+		got[field+"."+value] += int(n)
+	})
 	var keys []string
 	for k := range want {
 		keys = append(keys, k)

@@ -16,7 +16,7 @@ type Config struct {
 	Chunks               int // per agent, on average
 	MaxChunkRecords      int
 	MaxMessage           int     // bytes of a record's message, at most
-	Modules              int     // distinct values of the "mod" field
+	Modules              int     // distinct values of the "mod" field (svc.mod with that bucket key)
 	Identical            float64 // chance a chunk repeats an earlier one's bytes
 	Repeats              float64 // chance a record repeats the one before it
 	Poison, Choke        float64 // chances a record is refused, or choked on
@@ -85,8 +85,13 @@ func draw(rng *rand.Rand) Config {
 	if rng.IntN(10) < 3 {
 		c.Mode = model.ModeFlat
 	}
-	if rng.IntN(2) == 0 {
+	switch rng.IntN(4) {
+	case 0:
 		c.BucketKey = []string{"mod"}
+	case 1:
+		// A dotted path: the key is stored nested (key.svc.mod), and
+		// every statement's filter names it so.
+		c.BucketKey = []string{"svc.mod"}
 	}
 	if rng.IntN(4) == 0 {
 		c.Poison = 0.05

@@ -208,6 +208,10 @@ func newContent(rng, ids *rand.Rand, cfg *Config, n int, t0 time.Time) *content 
 		}
 		t := base.Add(time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
 		rec := map[string]any{"rid": rid, "mod": fmt.Sprintf("m%d", rng.IntN(cfg.Modules)), "msg": msg}
+		if slices.Equal(cfg.BucketKey, []string{"svc.mod"}) {
+			rec["svc"] = map[string]any{"mod": rec["mod"]}
+			delete(rec, "mod")
+		}
 		eid := ""
 		if cfg.IDKey && ids.IntN(3) > 0 {
 			eid = fmt.Sprintf("e%d", ids.IntN(cfg.Events))

@@ -108,10 +108,9 @@ func entryHash(doc []byte) int64 {
 // fields and window start.
 func (b *Buckets) bucketFilter(g *bucketer.Group, seq int) *bsoncore.DocumentBuilder {
 	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, bucketer.BucketID(g.ID, seq))
-	elems, _ := g.Key.Elements()
-	for _, e := range elems {
-		f.AppendValue(model.Key+"."+e.Key(), e.Value())
-	}
+	b.grouper.KeyFields(g.Key, func(path string, v bsoncore.Value) {
+		f.AppendValue(model.Key+"."+path, v)
+	})
 	if !g.Start.IsZero() {
 		f.AppendDateTime(model.Start, g.Start.UnixMilli())
 	}
@@ -218,7 +217,7 @@ func appendInc(dst []byte, p *part, sum bucketer.Summary, size int) []byte {
 		dst = bsoncore.AppendInt64Element(dst, model.Stat(s.Field, "n"), int64(s.N))
 	}
 	for _, c := range sum.Counts {
-		dst = bsoncore.AppendInt32Element(dst, model.Counts+"."+c.Field+"."+c.Value, int32(c.N))
+		dst = bsoncore.AppendInt32Element(dst, model.CountOf(c.Field, c.Value), int32(c.N))
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, inc)
 	return dst

@@ -211,9 +211,9 @@ func TestShardKeyBuckets(t *testing.T) {
 		props []string
 		key   bson.D
 	}{
-		{"key_start", []string{"shard_key", "key_start"}, bson.D{{Key: "key.module", Value: 1}, {Key: "key.host_name", Value: 1}, {Key: "start", Value: 1}}},
+		{"key_start", []string{"shard_key", "key_start"}, bson.D{{Key: "key.module", Value: 1}, {Key: "key.host.name", Value: 1}, {Key: "start", Value: 1}}},
 		{"hashed_id", []string{"shard_key", "hashed_id"}, bson.D{{Key: "_id", Value: "hashed"}}},
-		{"list", []string{"shard_key", "host.name:hashed,start"}, bson.D{{Key: "key.host_name", Value: "hashed"}, {Key: "start", Value: 1}}},
+		{"list", []string{"shard_key", "host.name:hashed,start"}, bson.D{{Key: "key.host.name", Value: "hashed"}, {Key: "start", Value: 1}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -236,7 +236,7 @@ func TestShardKeyBuckets(t *testing.T) {
 			for _, u := range named(sent, "update") {
 				for _, s := range statements(t, u) {
 					q := s.Lookup("q").Document()
-					for _, f := range []string{"_id", "key.module", "key.host_name", "start", "count"} {
+					for _, f := range []string{"_id", "key.module", "key.host.name", "start", "count"} {
 						if _, err := q.LookupErr(f); err != nil {
 							t.Errorf("update filter %v lacks %s", q, f)
 						}

@@ -31,12 +31,17 @@ const (
 	letterColl = "deadletter"
 )
 
-// group is a bucket group: its id, key document and window start.
+// group is a bucket group: its id, key document and window start. A
+// nested group is one of a configuration with dotted paths (bucket_key
+// module,k8s.pod, stats http.latency, count_by http.status): its key,
+// stats and counts are nested documents, their paths dotted in the
+// statements.
 type group struct {
-	id    string
-	key   bsoncore.Document
-	start time.Time // zero: no window
-	coll  string
+	id     string
+	key    bsoncore.Document
+	start  time.Time // zero: no window
+	coll   string
+	nested bool
 }
 
 type gen struct {
@@ -56,12 +61,20 @@ func generate(seed uint64, n int) []server.Op {
 	g := &gen{rng: rand.New(rand.NewPCG(seed, seed^0x5eed)), model: server.New()}
 	for i := range 7 {
 		b := bsoncore.NewDocumentBuilder().AppendString("module", []string{"pay", "auth", "db", "web"}[i%4])
+		pod := bsoncore.NewDocumentBuilder()
 		if i%3 == 0 {
-			b.AppendNull("pod")
+			pod.AppendNull("pod")
 		} else {
-			b.AppendString("pod", "p"+strconv.Itoa(i))
+			pod.AppendString("pod", "p"+strconv.Itoa(i))
 		}
-		grp := group{id: fmt.Sprintf("g%d", i), key: b.Build(), coll: bucketColl}
+		nested := i >= 4
+		if nested {
+			b.AppendDocument("k8s", pod.Build())
+		} else {
+			elems, _ := pod.Build().Elements()
+			b.AppendValue(elems[0].Key(), elems[0].Value())
+		}
+		grp := group{id: fmt.Sprintf("g%d", i), key: b.Build(), coll: bucketColl, nested: nested}
 		if i%2 == 0 {
 			grp.start = t0.Add(time.Duration(i/2) * time.Minute)
 		}
@@ -236,10 +249,18 @@ func (g *gen) fence() {
 // statements do: its _id, key fields and window start.
 func bucketNamed(grp group, seq int) *bsoncore.DocumentBuilder {
 	f := bsoncore.NewDocumentBuilder().AppendString(model.ID, grp.id+"-"+strconv.Itoa(seq))
-	elems, _ := grp.key.Elements()
-	for _, e := range elems {
-		f.AppendValue(model.Key+"."+e.Key(), e.Value())
+	var leaves func(prefix string, d bsoncore.Document)
+	leaves = func(prefix string, d bsoncore.Document) {
+		elems, _ := d.Elements()
+		for _, e := range elems {
+			if sub, ok := e.Value().DocumentOK(); ok {
+				leaves(prefix+e.Key()+".", sub) // key.k8s.pod
+				continue
+			}
+			f.AppendValue(prefix+e.Key(), e.Value())
+		}
 	}
+	leaves(model.Key+".", grp.key)
 	if !grp.start.IsZero() {
 		f.AppendDateTime(model.Start, grp.start.UnixMilli())
 	}
@@ -334,16 +355,20 @@ func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
 		}
 	}
 
+	stat, counted := "cost", "level"
+	if grp.nested {
+		stat, counted = "http.latency", "http.status"
+	}
 	inc := bsoncore.NewDocumentBuilder().AppendInt32(model.Count, int32(n)).AppendInt64(model.Bytes, size)
 	if floats {
-		inc.AppendDouble(model.Stat("cost", "sum"), fsum)
+		inc.AppendDouble(model.Stat(stat, "sum"), fsum)
 	} else {
-		inc.AppendInt64(model.Stat("cost", "sum"), isum)
+		inc.AppendInt64(model.Stat(stat, "sum"), isum)
 	}
-	inc.AppendInt64(model.Stat("cost", "n"), int64(n))
+	inc.AppendInt64(model.Stat(stat, "n"), int64(n))
 	for _, l := range levels {
 		if counts[l] > 0 {
-			inc.AppendInt32(model.Counts+".level."+l, counts[l])
+			inc.AppendInt32(model.CountOf(counted, l), counts[l])
 		}
 	}
 	u.AppendDocument("$inc", inc.Build())
@@ -356,10 +381,10 @@ func (g *gen) bucketWrite(grp group, seq, count int) writer.Upsert {
 		}
 	}
 	mnd := bsoncore.NewDocumentBuilder().AppendDateTime(model.MinTs, minTs.UnixMilli())
-	number(mnd, model.Stat("cost", "min"), mn)
+	number(mnd, model.Stat(stat, "min"), mn)
 	u.AppendDocument("$min", mnd.Build())
 	mxd := bsoncore.NewDocumentBuilder().AppendDateTime(model.MaxTs, maxTs.UnixMilli())
-	number(mxd, model.Stat("cost", "max"), mx)
+	number(mxd, model.Stat(stat, "max"), mx)
 	if g.rng.IntN(3) == 0 {
 		mxd.AppendDateTime(model.ExpireAt, maxTs.Add(24*time.Hour).UnixMilli())
 	}

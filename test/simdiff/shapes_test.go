@@ -23,6 +23,11 @@ func TestGeneratedShapes(t *testing.T) {
 					kinds[errkind.Of(err)] = true
 					seen["upsert "+errkind.Of(err).String()]++
 				}
+				for i, u := range op.Ups {
+					if _, err := u.Filter.LookupErr("key.k8s.pod"); err == nil && errkind.Of(rep.Errs[i]) == errkind.None {
+						seen["upsert on nested paths"]++
+					}
+				}
 				if len(op.Ups) > 1 && kinds[errkind.None] && kinds[errkind.Duplicate] {
 					seen["batch of applied and colliding statements"]++
 				}
@@ -59,7 +64,7 @@ func TestGeneratedShapes(t *testing.T) {
 	for _, want := range []string{"upsert none", "upsert duplicate key", "batch of applied and colliding statements",
 		"find unsorted found", "find sorted limited found", "find unsorted limited found", "find $or found",
 		"insertMany none", "insertMany duplicate key", "replace none", "replace duplicate key", "delete deleted", "drop", "ping", "updateMany",
-		"find a record parked"} {
+		"find a record parked", "upsert on nested paths"} {
 		if seen[want] == 0 {
 			t.Errorf("no %q in %d sequences: %v", want, seeds, seen)
 		}
