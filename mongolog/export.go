@@ -175,7 +175,9 @@ func (r *Reader) entryCond(conds []Cond) (Cond, bool) {
 // window whose manifest is there and matches its file is skipped; any
 // other is written again (to a temporary file, synced, renamed, then its
 // manifest the same way), so a run killed anywhere and run again leaves
-// every record in one file once.
+// every record in one file once. A run holds opt.Dir while it exports
+// (see lockDir): a second run into it at the same time stops at once,
+// naming the first.
 //
 // Its cost follows the data, not the calendar: the windows visited are
 // those that hold documents, found by a skip-scan (the first document at
@@ -191,6 +193,11 @@ func (r *Reader) Export(ctx context.Context, opt ExportOptions) (Exported, error
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return res, err
 	}
+	unlock, err := lockDir(opt.Dir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	if opt.Report == nil {
 		opt.Report = func(string) {}
 	}

@@ -79,6 +79,7 @@ func exported(t *testing.T, dir string) (map[string][]string, map[string]Manifes
 			if len(text) == 0 {
 				files[filepath.Base(p)] = nil
 			}
+		case filepath.Base(p) == LockFile:
 		case strings.HasSuffix(p, ".manifest.json"):
 			var m Manifest
 			if err := json.Unmarshal(b, &m); err != nil {
@@ -139,7 +140,7 @@ func sameDirs(t *testing.T, a, b string) {
 		for i := range ps {
 			ps[i] = filepath.Base(ps[i])
 		}
-		return ps
+		return slices.DeleteFunc(ps, func(n string) bool { return n == LockFile }) // it names the run
 	}
 	if na, nb := names(a), names(b); !slices.Equal(na, nb) || len(na) == 0 {
 		t.Fatalf("%s holds %q, %s holds %q", a, na, b, nb)
@@ -577,4 +578,45 @@ func TestExportFollowsTheData(t *testing.T) {
 			t.Errorf("%s: %d records, want 1", name, len(lines))
 		}
 	}
+}
+
+// Two runs into one directory at once: the second stops before it writes
+// anything, naming the first (its pid); once the first is killed (the
+// kernel drops its lock), a run goes on and finishes the directory.
+func TestExportHoldsTheDirectory(t *testing.T) {
+	db := testDB(t)
+	k, day := exportData(t, db)
+	dir := t.TempDir()
+	opt := ExportOptions{From: day, To: day.Add(4 * time.Hour), Step: time.Hour, Dir: dir}
+	cmd := exec.Command(mongologBinary(t), "export", "--uri", k["uri"], "--database", db.Name(), "--collection", "logs", "--bucket_key", "app",
+		"--count_by", "level", "--stats", "i", "--from", day.Format(time.RFC3339), "--to", day.Add(4*time.Hour).Format(time.RFC3339), "--step", "1h", "--dir", dir)
+	cmd.Env = append(os.Environ(), "MONGOLOG_EXPORT_PAUSE=temp:2")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if !waitLine(stderr, "paused at") {
+		t.Fatal("the first export ended without pausing")
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "*"))
+	res, _, err := export(t, k, opt)
+	if want := fmt.Sprintf("pid %d on host", cmd.Process.Pid); err == nil || !strings.Contains(err.Error(), "in use by another mongolog export") ||
+		!strings.Contains(err.Error(), want) || res.Windows != 0 {
+		t.Fatalf("a second export into the directory: %+v, %v; want an error naming %q", res, err, want)
+	}
+	if after, _ := filepath.Glob(filepath.Join(dir, "*")); !slices.Equal(before, after) {
+		t.Errorf("the second run changed the directory: %q, then %q", before, after)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	res, _, err = export(t, k, opt)
+	if err != nil || res.Written != 2 || res.Skipped != 1 {
+		t.Fatalf("an export after the first was killed: %+v, %v; want the 2 windows left written", res, err)
+	}
+	files, mans := exported(t, dir)
+	everyOnce(t, files, mans, exportRecords)
 }
