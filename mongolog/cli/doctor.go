@@ -32,7 +32,7 @@ func doctorCommand(env Env) *cobra.Command {
 			"still there after its next two (--backlog_wait: a backlog, not old lines imported just now),\n" +
 			"partitions older than partition_keep, the indexes the plugin creates, and storage not returned after\n" +
 			"deletes. --new_ttl D says what a change of ttl to D would expire at once and whether the plugin spreads it.\n" +
-			"One line per finding with what to do (ok lines with -v); --json prints every finding, ok ones included,\n" +
+			"One line per finding with what to do (ok lines with -v); --format json prints every finding, ok ones included,\n" +
 			"as one JSON object a line: check, target, severity, message, advice, numbers. Exit 1 on a problem.",
 		Example: "  mongolog doctor -c fluent-bit.conf\n" +
 			"  mongolog doctor --uri mongodb://db:27017 --collection app --ttl 7d --new_ttl 1d --format json",
