@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/fbconf"
@@ -88,9 +89,14 @@ func Check(w io.Writer, path string, env func(string) string) (problems int, err
 }
 
 // exposure warns of what a valid configuration leaves open: TLS that
-// does not verify the server, metrics served on every interface.
+// does not verify the server, metrics served on every interface; and of a
+// bucket_key that groups nothing: nginx_access's host.
 func exposure(c *conf.Config) []string {
 	var w []string
+	if c.Parser == conf.ParserNginxAccess && slices.Contains(c.BucketKey, "host") {
+		w = append(w, "bucket_key host with parser nginx_access: host is the ident field (\"-\" on nearly every line), as Fluent Bit's stock nginx parser names it, "+
+			"so every record goes to one bucket per window; the client address is remote")
+	}
 	if t := conf.InsecureTLS(c.URI); t != "" {
 		w = append(w, t)
 	}

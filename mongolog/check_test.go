@@ -176,6 +176,17 @@ func TestCheckWarnsOfRiskyDefaults(t *testing.T) {
 	if _, out := check(t, "Workers 2\nRetry_Limit no_retries\n"); !strings.Contains(out, "warning: retry_limit no_retries: Fluent Bit drops a chunk the first time") {
 		t.Errorf("no warning for no_retries:\n%s", out)
 	}
+	// nginx_access's host is the ident field: a bucket_key of it groups
+	// nothing; remote is the client, and apache's host is the client.
+	if problems, out := check(t, "Workers 2\nRetry_Limit 10\nparser nginx_access\nbucket_key host\n"); problems != 0 ||
+		!strings.Contains(out, "warning: bucket_key host with parser nginx_access: host is the ident field") || !strings.Contains(out, "the client address is remote") {
+		t.Errorf("bucket_key host with nginx_access: %d problems:\n%s", problems, out)
+	}
+	for _, ok := range []string{"parser nginx_access\nbucket_key remote\n", "parser apache_combined\nbucket_key host\n"} {
+		if _, out := check(t, "Workers 2\nRetry_Limit 10\n"+ok); strings.Contains(out, "warning") {
+			t.Errorf("%q: a warning:\n%s", ok, out)
+		}
+	}
 }
 
 // An index on where versions before nested paths stored a dotted

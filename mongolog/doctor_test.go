@@ -418,7 +418,7 @@ func TestDoctorCommand(t *testing.T) {
 		t.Errorf("doctor -v of a clean target: exit %d\n%s", code, out)
 	}
 	insert(t, db, "logs", bson.D{{Key: model.ExpireAt, Value: 5}})
-	out, errOut, code = mongolog(t, append(target, "--plugin_ttl", "1h", "--ttl", "30m", "--json")...)
+	out, errOut, code = mongolog(t, append(target, "--ttl", "1h", "--new_ttl", "30m", "--format", "json")...)
 	if code != 1 {
 		t.Errorf("doctor --json of a target with problems: exit %d\n%s\nstderr: %s", code, out, errOut)
 	}
@@ -443,8 +443,8 @@ func TestDoctorCommand(t *testing.T) {
 			t.Errorf("doctor --json: no %q among %q", want, checks)
 		}
 	}
-	if _, errOut, code := mongolog(t, "doctor", "--uri", k["uri"], "--ttl", "soon"); code != 2 || !strings.Contains(errOut, `--ttl "soon"`) {
-		t.Errorf("doctor --ttl soon: exit %d, %s", code, errOut)
+	if _, errOut, code := mongolog(t, "doctor", "--uri", k["uri"], "--new_ttl", "soon"); code != 2 || !strings.Contains(errOut, `--new_ttl "soon"`) {
+		t.Errorf("doctor --new_ttl soon: exit %d, %s", code, errOut)
 	}
 }
 
@@ -455,7 +455,7 @@ func TestDoctorCleanWithTTL(t *testing.T) {
 	k := keys(t, db, "bucket_key", "app", "ttl", "1d", "dead_letter_ttl", "0")
 	store(t, k, 10, rec{time.Now().Add(-time.Minute), `{"app":"a"}`})
 	out, errOut, code := mongolog(t, "doctor", "--uri", k["uri"], "--database", db.Name(), "--collection", "logs", "--bucket_key", "app",
-		"--plugin_ttl", "1d", "--dead_letter_ttl", "0", "--interval", "10ms", "-v")
+		"--ttl", "1d", "--dead_letter_ttl", "0", "--interval", "10ms", "-v")
 	if code != 0 || !strings.Contains(out, "ok ttl-index") || !strings.Contains(out, "ok expire-field") || !strings.Contains(out, "ok backlog") {
 		t.Errorf("doctor of a target with ttl 1d as the plugin made it: exit %d\n%s\nstderr: %s", code, out, errOut)
 	}

@@ -14,11 +14,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -113,23 +115,23 @@ func digest(d bson.Raw, flat bool) string {
 }
 
 // ExportCheck refuses what Export would refuse of opt without reading
-// anything and returns the windows' starts.
-func (r *Reader) ExportCheck(opt ExportOptions, now time.Time) ([]time.Time, error) {
+// anything and returns the number of windows of the range.
+func (r *Reader) ExportCheck(opt ExportOptions, now time.Time) (int, error) {
 	step := opt.Step
 	day := 24 * time.Hour
 	switch {
 	case step <= 0 || day%step != 0 && step%day != 0:
-		return nil, fmt.Errorf("--step %s: want a duration that divides 24h (1h, 6h, 1d) or a whole number of days, so windows align to UTC", shortDuration(step))
+		return 0, fmt.Errorf("--step %s: want a duration that divides 24h (1h, 6h, 1d) or a whole number of days, so windows align to UTC", shortDuration(step))
 	case opt.Dir == "":
-		return nil, fmt.Errorf("--dir is required: the directory the files go to")
+		return 0, fmt.Errorf("--dir is required: the directory the files go to")
 	case opt.From.IsZero() || opt.To.IsZero():
-		return nil, fmt.Errorf("--from and --to are required: export writes whole windows of --step")
+		return 0, fmt.Errorf("--from and --to are required: export writes whole windows of --step")
 	case !opt.From.Before(opt.To):
-		return nil, fmt.Errorf("--from %s is not before --to %s", opt.From.UTC().Format(time.RFC3339), opt.To.UTC().Format(time.RFC3339))
+		return 0, fmt.Errorf("--from %s is not before --to %s", opt.From.UTC().Format(time.RFC3339), opt.To.UTC().Format(time.RFC3339))
 	}
 	if r.Cfg.Mode != model.ModeFlat {
 		if err := wholeWindows(step, r.Cfg.BucketWindow, "export writes whole buckets", ""); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
 	for _, b := range []struct {
@@ -137,24 +139,20 @@ func (r *Reader) ExportCheck(opt ExportOptions, now time.Time) ([]time.Time, err
 		t    time.Time
 	}{{"--from", opt.From}, {"--to", opt.To}} {
 		if at := b.t.UTC().Truncate(step); !at.Equal(b.t) {
-			return nil, fmt.Errorf("%s %s is not the start of a window of --step %s (UTC): use %s", b.flag, b.t.UTC().Format(time.RFC3339),
+			return 0, fmt.Errorf("%s %s is not the start of a window of --step %s (UTC): use %s", b.flag, b.t.UTC().Format(time.RFC3339),
 				keyDuration(step), at.Format(time.RFC3339))
 		}
 	}
 	if latest := now.UTC().Truncate(step); opt.To.After(latest) {
-		return nil, fmt.Errorf("--to %s: the window ending then is still being written; export closed windows, up to --to %s",
+		return 0, fmt.Errorf("--to %s: the window ending then is still being written; export closed windows, up to --to %s",
 			opt.To.UTC().Format(time.RFC3339), latest.Format(time.RFC3339))
 	}
 	if opt.Prune && r.Cfg.Mode != model.ModeFlat {
 		if c, ok := r.entryCond(opt.Conds); ok {
-			return nil, fmt.Errorf("--prune deletes whole buckets, so its conditions select whole buckets: bucket_key fields with = or ~; %s is not one", c)
+			return 0, fmt.Errorf("--prune deletes whole buckets, so its conditions select whole buckets: bucket_key fields with = or ~; %s is not one", c)
 		}
 	}
-	var starts []time.Time
-	for at := opt.From.UTC(); at.Before(opt.To); at = at.Add(step) {
-		starts = append(starts, at)
-	}
-	return starts, nil
+	return int(opt.To.Sub(opt.From) / step), nil
 }
 
 // entryCond is the first condition that selects entries rather than whole
@@ -177,29 +175,154 @@ func (r *Reader) entryCond(conds []Cond) (Cond, bool) {
 // window whose manifest is there and matches its file is skipped; any
 // other is written again (to a temporary file, synced, renamed, then its
 // manifest the same way), so a run killed anywhere and run again leaves
-// every record in one file once.
+// every record in one file once. A run holds opt.Dir while it exports
+// (see lockDir): a second run into it at the same time stops at once,
+// naming the first.
+//
+// Its cost follows the data, not the calendar: the windows visited are
+// those that hold documents, found by a skip-scan (the first document at
+// or after the end of the last window visited, through the index on the
+// time), and those with a manifest in opt.Dir (a window pruned is checked
+// as before). A window without documents gets no file and no manifest.
 func (r *Reader) Export(ctx context.Context, opt ExportOptions) (Exported, error) {
 	var res Exported
-	starts, err := r.ExportCheck(opt, time.Now())
+	total, err := r.ExportCheck(opt, time.Now())
 	if err != nil {
 		return res, err
 	}
 	if err := os.MkdirAll(opt.Dir, 0o755); err != nil {
 		return res, err
 	}
+	unlock, err := lockDir(opt.Dir)
+	if err != nil {
+		return res, err
+	}
+	defer unlock()
 	if opt.Report == nil {
 		opt.Report = func(string) {}
 	}
-	for i, at := range starts {
+	done, err := r.manifestWindows(opt)
+	if err != nil {
+		return res, err
+	}
+	scan, err := r.newWindowScan(ctx, opt)
+	if err != nil {
+		return res, err
+	}
+	index := func(at time.Time) int { return int(at.Sub(opt.From) / opt.Step) }
+	for cursor := opt.From.UTC(); cursor.Before(opt.To); {
+		at, ok, err := scan.next(ctx, cursor)
+		if err != nil {
+			return res, err
+		}
+		for len(done) > 0 && done[0].Before(cursor) {
+			done = done[1:]
+		}
+		if len(done) > 0 && (!ok || done[0].Before(at)) {
+			at, ok = done[0], true
+		}
+		if !ok {
+			break
+		}
+		res.Windows = index(at) // the windows before it hold nothing
 		if err := r.exportWindow(ctx, opt, at, &res); err != nil {
 			return res, err
 		}
 		res.Windows++
 		if opt.Progress != nil {
-			opt.Progress(i+1, len(starts), res.Records)
+			opt.Progress(res.Windows, total, res.Records)
 		}
+		cursor = at.Add(opt.Step)
+	}
+	res.Windows = total
+	if opt.Progress != nil {
+		opt.Progress(total, total, res.Records)
 	}
 	return res, nil
+}
+
+// windowScan finds the next window that holds documents: in each
+// collection the first document at or after a time, by the time field
+// (minTs; flat: the time key) through its index, one query per collection
+// and window found, as the window's own filter selects them.
+type windowScan struct {
+	r     *Reader
+	opt   ExportOptions
+	colls []string
+	first map[string]time.Time // per collection, the time of its first document at or after asked (zero: none)
+	asked map[string]time.Time
+}
+
+func (r *Reader) newWindowScan(ctx context.Context, opt ExportOptions) (*windowScan, error) {
+	colls, err := r.Collections(ctx, opt.From, opt.To)
+	if err != nil {
+		return nil, fmt.Errorf("listing the collections of %s: %w", r.Cfg.Collection, err)
+	}
+	return &windowScan{r: r, opt: opt, colls: colls, first: map[string]time.Time{}, asked: map[string]time.Time{}}, nil
+}
+
+// next is the start of the first window at or after cursor that holds a
+// document; not ok when none does before opt.To.
+func (s *windowScan) next(ctx context.Context, cursor time.Time) (time.Time, bool, error) {
+	field := model.MinTs
+	if s.r.Cfg.Mode == model.ModeFlat {
+		field = s.r.Cfg.TimeKey
+	}
+	var first time.Time
+	for _, coll := range s.colls {
+		at := s.first[coll]
+		// Asked before (at or before cursor: it only moves on) and found
+		// nothing, or a time at or after cursor: still the answer.
+		if _, ok := s.asked[coll]; !ok || !at.IsZero() && at.Before(cursor) {
+			filter, sort := s.r.windowFilter(s.opt.Conds, cursor, s.opt.To)
+			d, err := s.r.DB.Collection(coll).FindOne(ctx, filter, options.FindOne().SetSort(sort).
+				SetProjection(bson.D{{Key: model.ID, Value: 0}, {Key: field, Value: 1}})).Raw()
+			switch {
+			case err == mongo.ErrNoDocuments:
+				at = time.Time{}
+			case err != nil:
+				return time.Time{}, false, fmt.Errorf("reading %s: %w", coll, err)
+			default:
+				if at, _ = d.Lookup(field).TimeOK(); at.IsZero() {
+					return time.Time{}, false, fmt.Errorf("reading %s: a document of [%s, %s) without a time in %s", coll,
+						cursor.Format(time.RFC3339), s.opt.To.UTC().Format(time.RFC3339), field)
+				}
+			}
+			s.first[coll], s.asked[coll] = at, cursor
+		}
+		if !at.IsZero() && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	if first.IsZero() {
+		return time.Time{}, false, nil
+	}
+	return first.UTC().Truncate(s.opt.Step), true, nil
+}
+
+// manifestWindows are the starts of the windows of opt with a manifest in
+// opt.Dir, in order.
+func (r *Reader) manifestWindows(opt ExportOptions) ([]time.Time, error) {
+	entries, err := os.ReadDir(opt.Dir)
+	if err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("%s.%s.", fileSafe(r.Cfg.Database), fileSafe(r.Cfg.Collection))
+	suffix := "." + keyDuration(opt.Step) + ".manifest.json"
+	var out []time.Time
+	for _, e := range entries {
+		name, ok := strings.CutPrefix(e.Name(), prefix)
+		if !ok || !strings.HasSuffix(name, suffix) {
+			continue
+		}
+		at, err := time.Parse("20060102T150405Z", strings.TrimSuffix(name, suffix))
+		if err != nil || at.Before(opt.From) || !at.Before(opt.To) || !at.Equal(at.Truncate(opt.Step)) {
+			continue
+		}
+		out = append(out, at)
+	}
+	slices.SortFunc(out, func(a, b time.Time) int { return a.Compare(b) })
+	return out, nil
 }
 
 // windowFile is the path of the file of the window at, and of its

@@ -14,11 +14,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
@@ -76,6 +79,7 @@ func exported(t *testing.T, dir string) (map[string][]string, map[string]Manifes
 			if len(text) == 0 {
 				files[filepath.Base(p)] = nil
 			}
+		case filepath.Base(p) == LockFile:
 		case strings.HasSuffix(p, ".manifest.json"):
 			var m Manifest
 			if err := json.Unmarshal(b, &m); err != nil {
@@ -136,7 +140,7 @@ func sameDirs(t *testing.T, a, b string) {
 		for i := range ps {
 			ps[i] = filepath.Base(ps[i])
 		}
-		return ps
+		return slices.DeleteFunc(ps, func(n string) bool { return n == LockFile }) // it names the run
 	}
 	if na, nb := names(a), names(b); !slices.Equal(na, nb) || len(na) == 0 {
 		t.Fatalf("%s holds %q, %s holds %q", a, na, b, nb)
@@ -161,7 +165,7 @@ func TestExportDeterministic(t *testing.T) {
 	for range 2 {
 		opt.Dir = t.TempDir()
 		res, lines, err := export(t, k, opt)
-		if err != nil || res.Windows != 4 || res.Written != 4 || res.Records != exportRecords || len(lines) != 0 {
+		if err != nil || res.Windows != 4 || res.Written != 3 || res.Records != exportRecords || len(lines) != 0 {
 			t.Fatalf("export: %+v, %q, %v", res, lines, err)
 		}
 		dirs = append(dirs, opt.Dir)
@@ -175,8 +179,8 @@ func TestExportDeterministic(t *testing.T) {
 		len(m.Stored) != 20 || m.SHA256 == "" {
 		t.Errorf("the manifest of the second hour: %+v", m)
 	}
-	if empty := mans[fmt.Sprintf("%s.logs.%s.1h.jsonl.gz", db.Name(), day.Add(3*time.Hour).Format("20060102T150405Z"))]; empty.Records != 0 || empty.First != nil {
-		t.Errorf("the manifest of the fourth hour, without records: %+v", empty)
+	if len(files) != 3 || len(mans) != 3 {
+		t.Errorf("%d files and %d manifests: want those of the three hours with records, none for the fourth", len(files), len(mans))
 	}
 	// The records as query prints them.
 	var want bytes.Buffer
@@ -197,7 +201,7 @@ func TestExportDeterministic(t *testing.T) {
 		t.Errorf("the second hour's records:\n%s\nquery prints:\n%s", strings.Join(got, "\n"), strings.Join(wantLines, "\n"))
 	}
 	res, _, err := export(t, k, opt)
-	if err != nil || res.Skipped != 4 || res.Written != 0 {
+	if err != nil || res.Skipped != 3 || res.Written != 0 {
 		t.Errorf("a third run into a done directory: %+v, %v", res, err)
 	}
 	sameDirs(t, dirs[0], opt.Dir)
@@ -366,7 +370,7 @@ func TestExportKilledAndRunAgain(t *testing.T) {
 		t.Errorf("after the kills: %d buckets, want the 20 of the hour not done", n)
 	}
 	out, errOut, code := mongolog(t, args...)
-	if code != 0 || !strings.Contains(out, "4 windows to "+dir+": 2 written (20 records of 20 documents), 2 already there, 0 refused; deleted 20 documents, 0 kept") {
+	if code != 0 || !strings.Contains(out, "4 windows to "+dir+": 1 written (20 records of 20 documents), 2 already there, 0 refused, 1 empty (no file); deleted 20 documents, 0 kept") {
 		t.Fatalf("the run after the kills: exit %d\n%s\nstderr: %s", code, out, errOut)
 	}
 	files, mans := exported(t, dir)
@@ -519,4 +523,123 @@ func TestExportPruneKeepsAReplacedDocument(t *testing.T) {
 	if err := db.Collection("logs").FindOne(context.Background(), bson.D{{Key: model.ID, Value: "E1"}}).Decode(&d); err != nil || fmt.Sprint(d["v"]) != "2" {
 		t.Errorf("E1 after the prune: %v, %v; want version 2 kept", d, err)
 	}
+}
+// exportCommands are the commands a Reader's client sends, counted by a
+// command monitor; ctx is cancelled once they pass limit, so that a run
+// that walks the calendar stops early.
+type exportCommands struct {
+	n      atomic.Int64
+	limit  int64
+	cancel context.CancelFunc
+}
+
+// monitoredReader is a Reader of the target of k whose client counts its
+// commands in c.
+func monitoredReader(t *testing.T, k map[string]string, c *exportCommands) *Reader {
+	t.Helper()
+	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		switch e.CommandName {
+		case "hello", "isMaster", "ismaster", "ping", "endSessions", "buildInfo", "getMore", "killCursors":
+			return
+		}
+		if c.n.Add(1) > c.limit {
+			c.cancel()
+		}
+	}}
+	client, err := mongo.Connect(options.Client().ApplyURI(k["uri"]).SetMonitor(mon).SetTimeout(30 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
+	return &Reader{DB: client.Database(k["database"]), Cfg: config(t, k)}
+}
+
+// Seven records spread over 25 years, exported by day: the windows that
+// hold documents are found from the data (a skip-scan on the time), so
+// the commands sent are a few per window written, not one per day of the
+// calendar, and an empty window gets neither file nor manifest. A run
+// again finds the seven done and writes nothing more.
+func TestExportFollowsTheData(t *testing.T) {
+	db := testDB(t)
+	k := keys(t, db, "bucket_key", "app", "dead_letter_ttl", "0")
+	from := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	to := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	var recs []rec
+	for i, at := range []time.Time{from.Add(5 * time.Hour), time.Date(2003, 7, 15, 12, 0, 0, 0, time.UTC),
+		time.Date(2008, 2, 29, 23, 59, 59, 0, time.UTC), time.Date(2012, 6, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2016, 11, 8, 8, 30, 0, 0, time.UTC), time.Date(2020, 3, 1, 1, 0, 0, 0, time.UTC), to.Add(-time.Second)} {
+		recs = append(recs, rec{at, fmt.Sprintf(`{"app":"a","i":%d}`, i)})
+	}
+	store(t, k, 7, recs...)
+	const perWindow, fixed = 4, 4 // commands: a few per window written, a few per run
+	opt := ExportOptions{From: from, To: to, Step: 24 * time.Hour, Dir: t.TempDir()}
+	for run := range 2 {
+		ctx, cancel := context.WithCancel(context.Background())
+		c := &exportCommands{limit: perWindow*7 + fixed, cancel: cancel}
+		start := time.Now()
+		res, err := monitoredReader(t, k, c).Export(ctx, opt)
+		cancel()
+		t.Logf("run %d: %+v in %v, %d commands", run+1, res, time.Since(start).Round(time.Millisecond), c.n.Load())
+		if n := c.n.Load(); n > c.limit {
+			t.Fatalf("run %d: more than %d commands for 7 windows of 9132 (stopped at %d windows): the calendar, not the data, sets the cost",
+				run+1, c.limit, res.Windows)
+		}
+		want := Exported{Windows: 9132, Written: 7, Records: 7, Docs: 7}
+		if run == 1 {
+			want = Exported{Windows: 9132, Skipped: 7}
+		}
+		if err != nil || res != want {
+			t.Fatalf("run %d: %+v, %v; want %+v", run+1, res, err, want)
+		}
+	}
+	files, mans := exported(t, opt.Dir)
+	if len(files) != 7 || len(mans) != 7 {
+		t.Errorf("%d files and %d manifests, want 7 of each (none for an empty window)", len(files), len(mans))
+	}
+	for name, lines := range files {
+		if len(lines) != 1 {
+			t.Errorf("%s: %d records, want 1", name, len(lines))
+		}
+	}
+}
+
+// Two runs into one directory at once: the second stops before it writes
+// anything, naming the first (its pid); once the first is killed (the
+// kernel drops its lock), a run goes on and finishes the directory.
+func TestExportHoldsTheDirectory(t *testing.T) {
+	db := testDB(t)
+	k, day := exportData(t, db)
+	dir := t.TempDir()
+	opt := ExportOptions{From: day, To: day.Add(4 * time.Hour), Step: time.Hour, Dir: dir}
+	cmd := exec.Command(mongologBinary(t), "export", "--uri", k["uri"], "--database", db.Name(), "--collection", "logs", "--bucket_key", "app",
+		"--count_by", "level", "--stats", "i", "--from", day.Format(time.RFC3339), "--to", day.Add(4*time.Hour).Format(time.RFC3339), "--step", "1h", "--dir", dir)
+	cmd.Env = append(os.Environ(), "MONGOLOG_EXPORT_PAUSE=temp:2")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if !waitLine(stderr, "paused at") {
+		t.Fatal("the first export ended without pausing")
+	}
+	before, _ := filepath.Glob(filepath.Join(dir, "*"))
+	res, _, err := export(t, k, opt)
+	if want := fmt.Sprintf("pid %d on host", cmd.Process.Pid); err == nil || !strings.Contains(err.Error(), "in use by another mongolog export") ||
+		!strings.Contains(err.Error(), want) || res.Windows != 0 {
+		t.Fatalf("a second export into the directory: %+v, %v; want an error naming %q", res, err, want)
+	}
+	if after, _ := filepath.Glob(filepath.Join(dir, "*")); !slices.Equal(before, after) {
+		t.Errorf("the second run changed the directory: %q, then %q", before, after)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	res, _, err = export(t, k, opt)
+	if err != nil || res.Written != 2 || res.Skipped != 1 {
+		t.Fatalf("an export after the first was killed: %+v, %v; want the 2 windows left written", res, err)
+	}
+	files, mans := exported(t, dir)
+	everyOnce(t, files, mans, exportRecords)
 }

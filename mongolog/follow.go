@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
@@ -221,33 +220,16 @@ func (f *Follower) pollBuckets(ctx context.Context, coll string, q Query, counts
 	if len(changed) < all && len(changed) <= 1000 {
 		match = append(bson.D{{Key: model.ID, Value: bson.D{{Key: "$in", Value: changed}}}}, bf...)
 	}
-	pipe := mongo.Pipeline{{{Key: "$match", Value: match}}, {{Key: "$unwind", Value: "$" + model.Logs}}}
-	if ef := f.r.entryFilter(q, model.In("")); len(ef) > 0 {
-		pipe = append(pipe, bson.D{{Key: "$match", Value: ef}})
-	}
-	pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(f.r.Cfg.TimeKey), Value: 1}}}},
-		bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 1}, {Key: model.Logs, Value: 1}}}})
-	cur, err = c.Aggregate(ctx, pipe)
-	if err != nil {
-		return fmt.Errorf("querying %s: %w", coll, err)
-	}
-	defer cur.Close(ctx)
-	for cur.Next(ctx) {
-		rec, ok := cur.Current.Lookup(model.Logs).DocumentOK()
+	return f.r.sortedEntries(ctx, c, match, q, 0, func(d bson.Raw) error {
+		rec, ok := d.Lookup(model.Logs).DocumentOK()
 		if !ok {
-			continue
+			return nil
 		}
-		p := position{doc: bucketRef{coll, string(cur.Current.Lookup(model.ID).Value)}}
+		p := position{doc: bucketRef{coll, string(d.Lookup(model.ID).Value)}}
 		sum := sha256.Sum256(rec)
 		copy(p.entry[:], sum[:])
-		if err := f.take(p, rec); err != nil {
-			return err
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return fmt.Errorf("querying %s: %w", coll, err)
-	}
-	return nil
+		return f.take(p, rec)
+	})
 }
 
 // Follow emits the records of q as they land, polling every interval,

@@ -2,6 +2,7 @@ package mongolog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -120,6 +121,9 @@ type Reader struct {
 	// beforeDelete, in tests, runs between prune's read of what it
 	// deletes and its delete.
 	beforeDelete func()
+	// noEntryIndex: the server cannot unwind entries with their place in
+	// the bucket (see sortedEntries).
+	noEntryIndex bool
 }
 
 // Collections are the collections holding records of [from, to), in time
@@ -234,30 +238,35 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 	}
 	left := q.Limit
 	for _, coll := range colls {
-		var cur *mongo.Cursor
 		c := r.DB.Collection(coll)
-		if r.Cfg.Mode == model.ModeFlat {
-			opts := options.Find().SetSort(bson.D{{Key: r.Cfg.TimeKey, Value: 1}})
-			if left > 0 {
-				opts.SetLimit(int64(left))
+		if r.Cfg.Mode != model.ModeFlat {
+			n := 0
+			err := r.sortedEntries(ctx, c, r.bucketFilter(q), q, left, func(d bson.Raw) error {
+				n++
+				return emit(d.Lookup(model.Logs).Document())
+			})
+			if err != nil {
+				return fmt.Errorf("querying %s: %w", r.Label(coll), err)
 			}
-			f := r.entryFilter(q, "")
-			if f == nil {
-				f = bson.D{}
+			if left -= n; q.Limit > 0 && left <= 0 {
+				return nil
 			}
-			cur, err = c.Find(ctx, f, opts)
-		} else {
-			cur, err = c.Aggregate(ctx, r.entryPipeline(r.bucketFilter(q), q, true, left))
+			continue
 		}
+		opts := options.Find().SetSort(bson.D{{Key: r.Cfg.TimeKey, Value: 1}})
+		if left > 0 {
+			opts.SetLimit(int64(left))
+		}
+		f := r.entryFilter(q, "")
+		if f == nil {
+			f = bson.D{}
+		}
+		cur, err := c.Find(ctx, f, opts)
 		if err != nil {
 			return fmt.Errorf("querying %s: %w", r.Label(coll), err)
 		}
 		for cur.Next(ctx) {
-			rec := cur.Current
-			if r.Cfg.Mode != model.ModeFlat {
-				rec = rec.Lookup(model.Logs).Document()
-			}
-			if err := emit(rec); err != nil {
+			if err := emit(cur.Current); err != nil {
 				_ = cur.Close(ctx)
 				return err
 			}
@@ -274,25 +283,101 @@ func (r *Reader) Query(ctx context.Context, q Query, emit func(bson.Raw) error) 
 	return nil
 }
 
+// entryIndex is where an unwound entry's place in its bucket goes
+// ($unwind's includeArrayIndex): entries of equal times sort by it, so
+// they come back in the order they were stored, their chunk's order. A
+// sort on time alone is not stable (MongoDB's or FerretDB's).
+const entryIndex = "_i"
+
+// sortedEntries runs the entry pipeline of match and q on c (see
+// entryPipeline) sorted by time, then bucket (_id), then place in the
+// bucket, at most limit (0: all), and calls each with every result: _id
+// and one entry under logs. A server that cannot give the entries' places
+// (FerretDB v1: $unwind's includeArrayIndex is NotImplemented) is asked
+// for them unsorted, each bucket's in stored order, and they are sorted
+// here, stably, the same way.
+func (r *Reader) sortedEntries(ctx context.Context, c *mongo.Collection, match bson.D, q Query, limit int, each func(bson.Raw) error) error {
+	if !r.noEntryIndex {
+		cur, err := c.Aggregate(ctx, r.entryPipeline(match, q, true, limit))
+		var ce mongo.CommandError
+		if errors.As(err, &ce) && ce.Code == 238 { // NotImplemented
+			r.noEntryIndex = true
+		} else if err != nil {
+			return err
+		} else {
+			defer cur.Close(ctx)
+			for cur.Next(ctx) {
+				if err := each(cur.Current); err != nil {
+					return err
+				}
+			}
+			return cur.Err()
+		}
+	}
+	cur, err := c.Aggregate(ctx, r.entryPipeline(match, q, false, 0))
+	if err != nil {
+		return err
+	}
+	defer cur.Close(ctx)
+	type entry struct {
+		d  bson.Raw
+		at time.Time
+		id string
+	}
+	var all []entry
+	for cur.Next(ctx) {
+		d := append(bson.Raw(nil), cur.Current...)
+		at, _ := d.Lookup(model.Logs, r.Cfg.TimeKey).TimeOK()
+		id, ok := d.Lookup(model.ID).StringValueOK()
+		if !ok {
+			id = string(d.Lookup(model.ID).Value)
+		}
+		all = append(all, entry{d, at, id})
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	slices.SortStableFunc(all, func(a, b entry) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	if limit > 0 && len(all) > limit {
+		all = all[:limit]
+	}
+	for _, e := range all {
+		if err := each(e.d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // entryPipeline unpacks the buckets match selects and keeps their entries
-// that meet q's conditions and time range, sorted by time or in stored
-// order, at most limit (0: all); each result holds one entry under logs.
+// that meet q's conditions and time range, sorted by time, bucket and
+// place in the bucket (see entryIndex) or in stored order, at most limit
+// (0: all); each result holds its bucket's _id and one entry under logs.
 func (r *Reader) entryPipeline(match bson.D, q Query, sorted bool, limit int) mongo.Pipeline {
 	pipe := mongo.Pipeline{}
 	if len(match) > 0 {
 		pipe = append(pipe, bson.D{{Key: "$match", Value: match}})
 	}
-	pipe = append(pipe, bson.D{{Key: "$unwind", Value: "$" + model.Logs}})
+	if sorted {
+		pipe = append(pipe, bson.D{{Key: "$unwind", Value: bson.D{{Key: "path", Value: "$" + model.Logs}, {Key: "includeArrayIndex", Value: entryIndex}}}})
+	} else {
+		pipe = append(pipe, bson.D{{Key: "$unwind", Value: "$" + model.Logs}})
+	}
 	if ef := r.entryFilter(q, model.In("")); len(ef) > 0 {
 		pipe = append(pipe, bson.D{{Key: "$match", Value: ef}})
 	}
 	if sorted {
-		pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(r.Cfg.TimeKey), Value: 1}}}})
+		pipe = append(pipe, bson.D{{Key: "$sort", Value: bson.D{{Key: model.In(r.Cfg.TimeKey), Value: 1}, {Key: model.ID, Value: 1}, {Key: entryIndex, Value: 1}}}})
 	}
 	if limit > 0 {
 		pipe = append(pipe, bson.D{{Key: "$limit", Value: limit}})
 	}
-	return append(pipe, bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 0}, {Key: model.Logs, Value: 1}}}})
+	return append(pipe, bson.D{{Key: "$project", Value: bson.D{{Key: model.ID, Value: 1}, {Key: model.Logs, Value: 1}}}})
 }
 
 // UnknownFields returns the fields of q's conditions that none of the

@@ -28,6 +28,9 @@ type writer struct {
 	// inLine is set while a line parser emits its fields, typing while
 	// one of them is converted by types.
 	inLine, typing bool
+	// lineFrom and lineTo are where the fields of the parsed line lie in
+	// dst (lineTo 0: no line parsed).
+	lineFrom, lineTo int
 }
 
 // frame is an open map or array of FieldSink calls.
@@ -274,8 +277,56 @@ func (w *writer) parseLine(r *reader, key []byte, rec *Record) (bool, error) {
 		rec.ParseFailed = true
 		w.String(string(key), line)
 		w.String("_parse_error", perr.Error())
+		return true, nil
 	}
+	w.lineFrom, w.lineTo = mark, len(w.dst)
 	return true, nil
+}
+
+// yieldToLine gives a parsed line's fields their names where the record
+// has fields of the same names (a CRI record's time beside a JSON line's
+// time): the line's field keeps the name, and the record's is stored as
+// _<name>, so that a document never holds one name twice. start is where
+// the document's elements begin in dst; the document is not closed yet.
+func (w *writer) yieldToLine(start int) {
+	if w.lineTo == 0 {
+		return
+	}
+	for at := start; at < len(w.dst); {
+		name, next := elementAt(w.dst, at)
+		if next <= at {
+			return // not a whole element: leave the document as it is
+		}
+		if at < w.lineFrom || at >= w.lineTo {
+			for l := w.lineFrom; l < w.lineTo; {
+				lname, lnext := elementAt(w.dst, l)
+				if lnext <= l {
+					break
+				}
+				if string(lname) == string(name) {
+					w.dst = slices.Insert(w.dst, at+1, '_')
+					if at < w.lineFrom {
+						w.lineFrom++
+						w.lineTo++
+					}
+					next++
+					break
+				}
+				l = lnext
+			}
+		}
+		at = next
+	}
+}
+
+// elementAt is the name of the BSON element at dst[at:] and where the next
+// one starts (at or before at when it cannot be read).
+func elementAt(dst []byte, at int) ([]byte, int) {
+	e, _, ok := bsoncore.ReadElement(dst[at:])
+	if !ok {
+		return nil, at
+	}
+	return e.KeyBytes(), at + len(e)
 }
 
 // lineKind is the kind types gives the top-level field key of a line, when

@@ -493,6 +493,7 @@ func (d *Decoder) entry(r *reader, n int, ts time.Time, meta []byte, prefix Pref
 			return rec, "record body is " + err.Error(), nil
 		}
 	}
+	w.yieldToLine(timeAt + 8)
 	if d.opt.KeepMetadata && meta != nil {
 		if reason := w.metadata(meta); reason != "" {
 			return rec, reason, nil

@@ -987,3 +987,32 @@ func TestDecodeTimeRangeEnds(t *testing.T) {
 		}
 	}
 }
+
+// A parsed line's field named like a field of the record (a CRI record's
+// time beside a JSON line's time) keeps the name, and the record's is
+// kept as _<name>, whichever comes first: a document never holds a name
+// twice, and nothing is dropped.
+func TestDecodeLineFieldWinsTheName(t *testing.T) {
+	d := mustDecoder(t, Options{Line: mustLineParser(t, "json", ""), ParseKey: "log"})
+	line := `{"time":"2024-06-01T09:00:00Z","msg":"x","stream":{"n":1}}`
+	at := time.Date(2024, 6, 1, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		body kv
+		want bson.D
+	}{
+		{"record fields first (CRI)", kv{"time", "2024-06-01T10:00:00.1Z", "stream", "stdout", "logtag", "F", "log", line},
+			D("_time", "2024-06-01T10:00:00.1Z", "_stream", "stdout", "logtag", "F", "time", bson.NewDateTimeFromTime(at), "msg", "x", "stream", D("n", int32(1)))},
+		{"record fields after the line", kv{"log", line, "time", "2024-06-01T10:00:00.1Z", "other", int32(2)},
+			D("time", bson.NewDateTimeFromTime(at), "msg", "x", "stream", D("n", int32(1)), "_time", "2024-06-01T10:00:00.1Z", "other", int32(2))},
+		{"no field shared", kv{"a", int32(1), "log", `{"msg":"x"}`}, D("a", int32(1), "msg", "x")},
+	} {
+		if got := body(t, d, rec(t, evt(5, 0), kv{}, c.body)); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	// A line that does not parse renames nothing.
+	if got := body(t, d, rec(t, evt(5, 0), kv{}, kv{"time", "t", "log", "not json"})); got[0].Key != "time" {
+		t.Errorf("a line that does not parse: %v", got)
+	}
+}

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Env is what a run of mongolog reads and writes besides its arguments.
@@ -67,7 +69,15 @@ func NewRoot(env Env) *cobra.Command {
 	root.SetIn(env.Stdin)
 	root.SetOut(env.Stdout)
 	root.SetErr(env.Stderr)
+	root.SetGlobalNormalizationFunc(oneSpelling)
 	root.AddCommand(checkCommand(env), queryCommand(env), verifyCommand(env), statsCommand(env), pruneCommand(env), importCommand(env),
 		doctorCommand(env), exportCommand(env), versionCommand())
 	return root
+}
+
+// oneSpelling makes every flag take '-' and '_' alike (--dry-run is
+// --dry_run, --bucket-key is --bucket_key): a flag is known by its name
+// with '_', the plugin keys' spelling, and that is how help shows it.
+func oneSpelling(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	return pflag.NormalizedName(strings.ReplaceAll(name, "-", "_"))
 }

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/fluent-bit-out-mongodb/out_mongodb/conf"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/mongolog"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/version"
 )
@@ -125,12 +127,14 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"stats", "--bucket_key", "module", "level=error"}, "level is not a bucket_key field (module)"},
 		{[]string{"verify", "extra"}, `unknown command "extra"`},
 		{[]string{"verify", "--to", "later"}, "--to:"},
+		{[]string{"verify", "--since", "soon"}, "--since:"},
 		// verify takes stats and count_by as flags (its summaries' fields
 		// without -c) and checks them as the plugin does.
 		{[]string{"verify", "--stats", "a, ,b"}, `stats: invalid value "a, ,b"`},
 		{[]string{"verify", "--count_by", "a."}, `count_by: invalid value "a."`},
-		{[]string{"prune"}, "--older-than is required"},
-		{[]string{"prune", "--older-than", "old"}, "--older-than:"},
+		{[]string{"prune"}, "--older_than is required"},
+		{[]string{"prune", "--older-than", "old"}, "--older_than:"},
+		{[]string{"prune", "--older_than", "old"}, "--older_than:"},
 		{[]string{"prune", "--older-than", "7d", "--bucket_key", "device", "t=20"}, "condition t=20"},
 		{[]string{"check"}, `required flag(s) "config" not set`},
 		{[]string{"check", "-c", "/nonexistent/fluent-bit.conf"}, "/nonexistent/fluent-bit.conf"},
@@ -140,7 +144,9 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"import", "--write_batch", "0", log}, "write_batch"},
 		{[]string{"doctor", "--format", "xml"}, `--format "xml": want text or json`},
 		{[]string{"doctor", "--interval", "x"}, "--interval:"},
-		{[]string{"doctor", "--backlog-wait", "soon"}, `--backlog-wait "soon": want auto, 0 (no wait) or a duration`},
+		{[]string{"doctor", "--backlog-wait", "soon"}, `--backlog_wait "soon": want auto, 0 (no wait) or a duration`},
+		{[]string{"doctor", "--new_ttl", "0s"}, `--new_ttl "0s": want a duration of 1s or more`},
+		{[]string{"doctor", "--plugin_ttl", "7d", "--ttl", "1d"}, "--ttl is now the plugin's ttl"},
 		{[]string{"doctor", "-c", "/nonexistent/fluent-bit.conf"}, "/nonexistent/fluent-bit.conf"},
 		{[]string{"export", "--from", "2024-06-01", "--to", "2024-06-02"}, "--dir is required"},
 		{[]string{"export", "--dir", t.TempDir(), "--from", "2024-06-01", "--to", "2024-06-02", "--step", "x"}, "--step:"},
@@ -219,5 +225,69 @@ func TestVersionCommand(t *testing.T) {
 	out, errOut, code := run(t, nil, "version")
 	if code != 0 || errOut != "" || out != "mongolog "+version.String()+"\n" {
 		t.Errorf("mongolog version: exit %d, stdout %q, stderr %q; want %q", code, out, errOut, "mongolog "+version.String())
+	}
+}
+
+// Every flag of every command takes '-' and '_' alike: --dry-run and
+// --dry_run, --bucket_key and --bucket-key.
+func TestFlagSpellings(t *testing.T) {
+	values := map[string]string{"bool": "", "int": "1", "int64": "1", "float64": "1", "string": "x", "stringArray": "x"}
+	n := 0
+	for _, c := range NewRoot(Env{}).Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			v, ok := values[f.Value.Type()]
+			if !ok {
+				t.Errorf("%s --%s: a flag of type %s the test does not know", c.Name(), f.Name, f.Value.Type())
+				return
+			}
+			for _, name := range []string{strings.ReplaceAll(f.Name, "-", "_"), strings.ReplaceAll(f.Name, "_", "-")} {
+				fresh, _, err := NewRoot(Env{}).Find([]string{c.Name()})
+				if err != nil {
+					t.Fatal(err)
+				}
+				arg := "--" + name
+				if v != "" {
+					arg += "=" + v
+				}
+				if err := fresh.ParseFlags([]string{arg}); err != nil || !fresh.Flags().Changed(f.Name) {
+					t.Errorf("%s %s: %v (changed %v)", c.Name(), arg, err, fresh.Flags().Changed(f.Name))
+				}
+				n++
+			}
+		})
+	}
+	if n < 100 {
+		t.Errorf("%d spellings tried: the walk missed the commands' flags", n)
+	}
+}
+
+// A flag named like a plugin key (conf's list) is that key, in every
+// command: it sets the key of the target it reads (its help says so, as
+// addTarget writes it), never something else.
+func TestFlagsNamedLikeKeys(t *testing.T) {
+	keys := map[string]bool{}
+	for _, k := range conf.Keys() {
+		keys[k.Key] = true
+	}
+	for _, c := range NewRoot(Env{}).Commands() {
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			if keys[f.Name] && !strings.HasPrefix(f.Usage, "the plugin's "+f.Name+" ") {
+				t.Errorf("%s --%s is named like the plugin key %s and means something else: %q", c.Name(), f.Name, f.Name, f.Usage)
+			}
+		})
+	}
+}
+
+// doctor --ttl is the plugin's ttl: given with a target of flags at a
+// closed port it is checked as the key is (a bad value is refused naming
+// the key), and the old --plugin_ttl still sets it, with a warning.
+func TestDoctorTTLIsTheKey(t *testing.T) {
+	_, errOut, code := run(t, nil, append([]string{"doctor"}, append(closed, "--ttl", "forever")...)...)
+	if code != ExitUsage || !strings.Contains(errOut, `ttl: invalid value "forever"`) {
+		t.Errorf("doctor --ttl forever: exit %d, stderr %q; want the ttl key's error", code, errOut)
+	}
+	_, errOut, code = run(t, nil, append([]string{"doctor"}, append(closed, "--plugin_ttl", "forever")...)...)
+	if code != ExitUsage || !strings.Contains(errOut, `ttl: invalid value "forever"`) || !strings.Contains(errOut, "--plugin_ttl is --ttl") {
+		t.Errorf("doctor --plugin_ttl forever: exit %d, stderr %q; want a warning and the ttl key's error", code, errOut)
 	}
 }

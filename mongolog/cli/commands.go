@@ -38,7 +38,7 @@ func checkCommand(env Env) *cobra.Command {
 }
 
 func verifyCommand(env Env) *cobra.Command {
-	var from, to, unique string
+	var since, from, to, unique string
 	cmd := &cobra.Command{
 		Use:   "verify",
 		Short: "Check stored buckets before they go cold; exit 1 on any problem",
@@ -55,7 +55,7 @@ func verifyCommand(env Env) *cobra.Command {
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		var opt mongolog.VerifyOptions
 		var err error
-		if opt.From, opt.To, err = timeRange("", from, to); err != nil {
+		if opt.From, opt.To, err = timeRange(since, from, to); err != nil {
 			return err
 		}
 		opt.Unique = unique
@@ -79,6 +79,7 @@ func verifyCommand(env Env) *cobra.Command {
 		}
 		return nil
 	}
+	cmd.Flags().StringVar(&since, "since", "", "only buckets of records of the last duration (15m, 2h, 7d)")
 	cmd.Flags().StringVar(&from, "from", "", "only buckets of records at or after this time")
 	cmd.Flags().StringVar(&to, "to", "", "only buckets of records before this time")
 	cmd.Flags().StringVar(&unique, "unique", "", "a field no two records may share (e.g. a request id)")
@@ -126,7 +127,7 @@ func statsCommand(env Env) *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "", "from this time")
 	cmd.Flags().StringVar(&to, "to", "", "up to this time")
 	cmd.Flags().StringVar(&step, "step", "", "sum per this step, a whole number of bucket windows (default: the bucket window)")
-	cmd.Flags().BoolVar(&noChart, "no-chart", false, "the table only")
+	cmd.Flags().BoolVar(&noChart, "no_chart", false, "the table only")
 	return cmd
 }
 
@@ -135,21 +136,21 @@ func pruneCommand(env Env) *cobra.Command {
 	var rate int
 	var dryRun bool
 	cmd := &cobra.Command{
-		Use:   "prune --older-than AGE [bucket_key field=value ...]",
-		Short: "Delete the buckets of a key whose records are all older than an age, in paced batches; --dry-run shows what would go",
+		Use:   "prune --older_than AGE [bucket_key field=value ...]",
+		Short: "Delete the buckets of a key whose records are all older than an age, in paced batches; --dry_run shows what would go",
 		Long: "prune is per-key retention for data already written: it deletes, across partitions and oldest first,\n" +
 			"the buckets (flat: the documents) that match the conditions and whose newest record is older than\n" +
-			"--older-than, at most --rate documents per second. --dry-run prints each one that would go.",
-		Example: "  mongolog prune -c fluent-bit.conf --older-than 30d --dry-run device=abc123",
+			"--older_than, at most --rate documents per second. --dry_run prints each one that would go.",
+		Example: "  mongolog prune -c fluent-bit.conf --older_than 30d --dry_run device=abc123",
 	}
 	tgt := addTarget(cmd, env)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		if olderThan == "" {
-			return fmt.Errorf("--older-than is required: prune deletes nothing without an age")
+			return fmt.Errorf("--older_than is required: prune deletes nothing without an age")
 		}
 		age, err := mongolog.ParseAge(olderThan)
 		if err != nil {
-			return fmt.Errorf("--older-than: %v", err)
+			return fmt.Errorf("--older_than: %v", err)
 		}
 		opt := mongolog.PruneOptions{Before: time.Now().Add(-age), Rate: rate, DryRun: dryRun}
 		if opt.Conds, err = mongolog.ParseConds(args); err != nil {
@@ -174,9 +175,9 @@ func pruneCommand(env Env) *cobra.Command {
 		}
 		return err
 	}
-	cmd.Flags().StringVar(&olderThan, "older-than", "", "delete what is wholly older than this age (30d, 12h)")
+	cmd.Flags().StringVar(&olderThan, "older_than", "", "delete what is wholly older than this age (30d, 12h)")
 	cmd.Flags().IntVar(&rate, "rate", 5000, "documents deleted per second at most")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what would be deleted, delete nothing")
+	cmd.Flags().BoolVar(&dryRun, "dry_run", false, "print what would be deleted, delete nothing")
 	return cmd
 }
 

@@ -12,13 +12,13 @@ import (
 )
 
 // doctorKeys are the plugin keys doctor takes as flags, beside the
-// target's. The plugin's ttl is --plugin_ttl: --ttl asks what a change of
-// ttl would do.
-var doctorKeys = append(slices.Clone(targetKeys), "dead_letter_collection", "dead_letter_ttl", "partition_keep",
+// target's. --ttl is the plugin's ttl, as in every command; --new_ttl asks
+// what a change of ttl would do.
+var doctorKeys = append(slices.Clone(targetKeys), "ttl", "dead_letter_collection", "dead_letter_ttl", "partition_keep",
 	"ttl_burst_limit", "ttl_delete_rate", "create_indexes", "indexes")
 
 func doctorCommand(env Env) *cobra.Command {
-	var format, interval, ttl, pluginTTL, backlogWait string
+	var format, interval, newTTL, pluginTTL, backlogWait string
 	var asJSON, verbose bool
 	var ratio float64
 	var spaceMin int64
@@ -29,18 +29,19 @@ func doctorCommand(env Env) *cobra.Command {
 			"the one --output names, or the flags' target): the TTL indexes on expireAt and parkedAt against ttl and\n" +
 			"dead_letter_ttl, documents whose expiry field is missing or not a date, the server's TTL monitor (on, its\n" +
 			"interval, its passes over --interval), documents past their expiry by more than two monitor passes and\n" +
-			"still there after its next two (--backlog-wait: a backlog, not old lines imported just now),\n" +
+			"still there after its next two (--backlog_wait: a backlog, not old lines imported just now),\n" +
 			"partitions older than partition_keep, the indexes the plugin creates, and storage not returned after\n" +
-			"deletes. --ttl D says what a change of ttl to D would expire at once and whether the plugin spreads it.\n" +
-			"One line per finding with what to do (ok lines with -v); --json prints every finding, ok ones included,\n" +
+			"deletes. --new_ttl D says what a change of ttl to D would expire at once and whether the plugin spreads it.\n" +
+			"One line per finding with what to do (ok lines with -v); --format json prints every finding, ok ones included,\n" +
 			"as one JSON object a line: check, target, severity, message, advice, numbers. Exit 1 on a problem.",
 		Example: "  mongolog doctor -c fluent-bit.conf\n" +
-			"  mongolog doctor --uri mongodb://db:27017 --collection app --plugin_ttl 7d --ttl 1d --json",
+			"  mongolog doctor --uri mongodb://db:27017 --collection app --ttl 7d --new_ttl 1d --format json",
 		Args: cobra.NoArgs,
 	}
 	tgt := addTarget(cmd, env, doctorKeys...)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if asJSON {
+			fmt.Fprintln(cmd.ErrOrStderr(), "mongolog: doctor --json is --format json; --json will go")
 			format = "json"
 		}
 		if format != "text" && format != "json" {
@@ -51,9 +52,12 @@ func doctorCommand(env Env) *cobra.Command {
 		if opt.Interval, err = mongolog.ParseAge(interval); err != nil {
 			return fmt.Errorf("--interval: %v", err)
 		}
-		if ttl != "" {
-			if opt.TTL, err = mongolog.ParseAge(ttl); err != nil || opt.TTL < time.Second {
-				return fmt.Errorf("--ttl %q: want a duration of 1s or more, as the ttl key takes it (1d, 12h)", ttl)
+		if err := renamedTTL(cmd); err != nil {
+			return err
+		}
+		if newTTL != "" {
+			if opt.TTL, err = mongolog.ParseAge(newTTL); err != nil || opt.TTL < time.Second {
+				return fmt.Errorf("--new_ttl %q: want a duration of 1s or more, as the ttl key takes it (1d, 12h)", newTTL)
 			}
 		}
 		switch backlogWait {
@@ -62,19 +66,16 @@ func doctorCommand(env Env) *cobra.Command {
 			opt.BacklogWait = -1
 		default:
 			if opt.BacklogWait, err = mongolog.ParseAge(backlogWait); err != nil || opt.BacklogWait <= 0 {
-				return fmt.Errorf("--backlog-wait %q: want auto, 0 (no wait) or a duration (3m)", backlogWait)
+				return fmt.Errorf("--backlog_wait %q: want auto, 0 (no wait) or a duration (3m)", backlogWait)
 			}
 		}
 		if ratio <= 0 || spaceMin < 0 {
-			return fmt.Errorf("--space-ratio %g, --space-min-mib %d: want a ratio above 0 and a size of 0 or more", ratio, spaceMin)
+			return fmt.Errorf("--space_ratio %g, --space_min_mib %d: want a ratio above 0 and a size of 0 or more", ratio, spaceMin)
 		}
 		opt.SpaceRatio, opt.SpaceMin = ratio, spaceMin<<20
 		target, sel, err := tgt.split(cmd)
 		if err != nil {
 			return err
-		}
-		if pluginTTL != "" {
-			target.Keys["ttl"] = pluginTTL
 		}
 		outs, err := target.Outputs(env.getenv)
 		if err != nil {
@@ -84,14 +85,38 @@ func doctorCommand(env Env) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "text (a line per finding) or json (a JSON object per finding, ok ones included)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "the same as --format json")
+	_ = cmd.Flags().MarkHidden("json")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "text: also the checks that passed")
 	cmd.Flags().StringVar(&interval, "interval", "5s", "time between the two reads of the TTL monitor's passes")
-	cmd.Flags().StringVar(&backlogWait, "backlog-wait", "auto", "the most to wait for the TTL monitor's next two passes before documents past their expiry are a backlog (auto: 3 of its intervals; 0: no wait)")
-	cmd.Flags().StringVar(&ttl, "ttl", "", "what a change of ttl to this duration would expire at once")
-	cmd.Flags().StringVar(&pluginTTL, "plugin_ttl", "", "the plugin's ttl key, for a target given by flags (with -c: the file's)")
-	cmd.Flags().Float64Var(&ratio, "space-ratio", 2, "storageSize above this many times dataSize is space not returned")
-	cmd.Flags().Int64Var(&spaceMin, "space-min-mib", 64, "and at least this many MiB more")
+	cmd.Flags().StringVar(&backlogWait, "backlog_wait", "auto", "the most to wait for the TTL monitor's next two passes before documents past their expiry are a backlog (auto: 3 of its intervals; 0: no wait)")
+	cmd.Flags().StringVar(&newTTL, "new_ttl", "", "what a change of ttl to this duration would expire at once")
+	cmd.Flags().StringVar(&pluginTTL, "plugin_ttl", "", "the plugin's ttl: --ttl")
+	_ = cmd.Flags().MarkHidden("plugin_ttl")
+	cmd.Flags().Float64Var(&ratio, "space_ratio", 2, "storageSize above this many times dataSize is space not returned")
+	cmd.Flags().Int64Var(&spaceMin, "space_min_mib", 64, "and at least this many MiB more")
 	return cmd
+}
+
+// renamedTTL says what became of doctor's ttl flags: --ttl is the plugin's
+// ttl, as in every command, where it used to ask what a change of ttl
+// would do (now --new_ttl), and --plugin_ttl, the plugin's ttl before, is
+// --ttl. A run with both old flags is refused: its --ttl meant the other
+// thing. --ttl alone, without --new_ttl, says so on stderr once.
+func renamedTTL(cmd *cobra.Command) error {
+	f := cmd.Flags()
+	stderr := cmd.ErrOrStderr()
+	switch {
+	case f.Changed("plugin_ttl") && f.Changed("ttl"):
+		return fmt.Errorf("--plugin_ttl and --ttl: --ttl is now the plugin's ttl (--plugin_ttl's old meaning), and what a change of ttl would expire is --new_ttl: " +
+			"give --ttl <the plugin's> --new_ttl <the change>")
+	case f.Changed("plugin_ttl"):
+		fmt.Fprintln(stderr, "mongolog: doctor --plugin_ttl is --ttl (the plugin's ttl, as in every command); --plugin_ttl will go")
+		v, _ := f.GetString("plugin_ttl")
+		return f.Set("ttl", v)
+	case f.Changed("ttl") && !f.Changed("new_ttl"):
+		fmt.Fprintln(stderr, "mongolog: doctor --ttl is the plugin's ttl (as in every command); what a change of ttl would expire is --new_ttl")
+	}
+	return nil
 }
 
 // runDoctor checks each output, printing each finding as it comes.

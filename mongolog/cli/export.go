@@ -27,7 +27,8 @@ func exportCommand(env Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export --from T --to T --dir DIR [--key field=value ...] [conditions ...]",
 		Short: "Write closed windows of records to gzip JSON-lines files with manifests, verified, exactly once; --prune deletes what was written",
-		Long: "export writes one gzip file of JSON lines per window of --step (UTC-aligned) in --dir, each line\n" +
+		Long: "export writes one gzip file of JSON lines per window of --step (UTC-aligned) that holds documents in --dir\n" +
+			"(the windows are found from the data: an empty one costs nothing and gets no file), each line\n" +
 			"{\"key\": <the bucket's key>, \"record\": <the record as query prints it>}, and beside it a manifest (records,\n" +
 			"buckets, first and last time, SHA-256 of the file), written last. A bucket belongs to the window of its\n" +
 			"oldest record, whole. Each bucket is verified first (verify's checks): a window with a bad bucket is\n" +
@@ -112,8 +113,9 @@ func exportCommand(env Env) *cobra.Command {
 
 // exportSummary is the line export ends with.
 func exportSummary(out io.Writer, cfg *conf.Config, dir string, res mongolog.Exported, prune bool) {
-	fmt.Fprintf(out, "%s.%s: %d windows to %s: %d written (%d records of %d documents), %d already there, %d refused",
-		cfg.Database, cfg.Collection, res.Windows, dir, res.Written, res.Records, res.Docs, res.Skipped, res.Refused)
+	fmt.Fprintf(out, "%s.%s: %d windows to %s: %d written (%d records of %d documents), %d already there, %d refused, %d empty (no file)",
+		cfg.Database, cfg.Collection, res.Windows, dir, res.Written, res.Records, res.Docs, res.Skipped, res.Refused,
+		res.Windows-res.Written-res.Skipped-res.Refused)
 	if prune {
 		fmt.Fprintf(out, "; deleted %d documents, %d kept", res.Deleted, res.Kept)
 	}

@@ -83,7 +83,7 @@ func importCommand(env Env) *cobra.Command {
 		return err
 	}
 	cmd.Flags().StringVar(&tag, "tag", "", "the records' tag (default: import; with -c, import put in the output's Match, as app.import for app.*)")
-	cmd.Flags().IntVar(&lines, "chunk-lines", 1000, "lines per chunk")
+	cmd.Flags().IntVar(&lines, "chunk_lines", 1000, "lines per chunk")
 	return cmd
 }
 
