@@ -47,6 +47,15 @@ const (
 	ParkedIndex  = "i"
 	ParkedHash   = "h"
 	ParkedReason = "reason"
+	// Version is, in a flat document written by id_action replace, the
+	// version of the write that put it there: a replacement applies only
+	// over an older version (see writer.ReplaceAll), so a late write can
+	// never take a document back in time.
+	Version = "_ver"
+	// Raised: true on a flat document whose version a fence raised (see
+	// writer.fenceVersion) rather than a write of its content; gone with
+	// the next replacement.
+	Raised = "raised"
 )
 
 // IsSealed reports whether a bucket's sealed field closes it to writes:

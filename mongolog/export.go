@@ -572,6 +572,9 @@ func (r *Reader) pruneWindow(ctx context.Context, opt ExportOptions, file string
 				return fmt.Errorf("%s: %w", m.File, err)
 			}
 			if len(or) > 0 {
+				if r.beforeDelete != nil {
+					r.beforeDelete()
+				}
 				del, err := r.DB.Collection(coll).DeleteMany(ctx, bson.D{{Key: "$or", Value: or}})
 				if err != nil {
 					return fmt.Errorf("deleting from %s: %w", coll, err)
@@ -588,8 +591,10 @@ func (r *Reader) pruneWindow(ctx context.Context, opt ExportOptions, file string
 }
 
 // unchanged reads the documents of docs from coll and returns a delete
-// filter for each that holds what was exported: by _id, and for a bucket
-// its count and ops too, so that a write applied after the read keeps it.
+// filter for each that holds what was exported: by _id, for a bucket its
+// count and ops too, and for a flat document its version (id_action
+// replace, see writer.ReplaceAll), so that a write applied after the read
+// keeps it.
 func (r *Reader) unchanged(ctx context.Context, coll string, docs []StoredDoc, flat bool) (bson.A, error) {
 	want := map[string]string{} // _id as extended JSON -> digest
 	var ids bson.A
@@ -614,7 +619,13 @@ func (r *Reader) unchanged(ctx context.Context, coll string, docs []StoredDoc, f
 			continue
 		}
 		f := bson.D{{Key: model.ID, Value: d.Lookup(model.ID)}}
-		if !flat {
+		if flat {
+			var version any = bson.D{{Key: "$exists", Value: false}}
+			if v, err := d.LookupErr(model.Version); err == nil {
+				version = v
+			}
+			f = append(f, bson.E{Key: model.Version, Value: version})
+		} else {
 			f = append(f, bson.E{Key: model.Count, Value: d.Lookup(model.Count)})
 			if ops := d.Lookup(model.Ops); ops.Type == bson.TypeArray {
 				f = append(f, bson.E{Key: model.Ops, Value: ops})

@@ -117,6 +117,9 @@ type Reader struct {
 	Cfg *conf.Config
 
 	named bool // one of several targets of a Span: lines name the database
+	// beforeDelete, in tests, runs between prune's read of what it
+	// deletes and its delete.
+	beforeDelete func()
 }
 
 // Collections are the collections holding records of [from, to), in time

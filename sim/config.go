@@ -26,11 +26,15 @@ type Config struct {
 	MaxRecords, MaxBytes int // per bucket
 	Window               time.Duration
 	BucketKey            []string
-	WriteBatch           int
-	FlushTimeout         time.Duration
-	Restarts             int // process kills, at most
-	Faults               Faults
-	Steps                int // the scheduler's budget before healing
+	// IDKey: flat documents take the record's "eid" field as their _id
+	// (id_key eid, id_action replace); Events is how many ids there are.
+	IDKey        bool
+	Events       int
+	WriteBatch   int
+	FlushTimeout time.Duration
+	Restarts     int // process kills, at most
+	Faults       Faults
+	Steps        int // the scheduler's budget before healing
 }
 
 // Faults are the chances of each fault, per command the scheduler takes.
@@ -97,8 +101,16 @@ func draw(rng *rand.Rand) Config {
 	return c
 }
 
+// drawIDs draws, from a stream of its own (the seeds of runs without ids
+// replay as before), whether a flat run's records carry their own ids.
+func drawIDs(ids *rand.Rand, c *Config) {
+	if c.Mode == model.ModeFlat && ids.IntN(2) == 0 {
+		c.IDKey, c.Events = true, 1+ids.IntN(4)
+	}
+}
+
 func (c Config) String() string {
-	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
+	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, id_key %v (%d events), write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
 		c.Mode, c.Agents, c.Workers, c.Chunks, c.MaxChunkRecords, c.Identical, c.Repeats, c.Poison, c.Choke, c.Hold, c.Limits,
-		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
+		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.IDKey, c.Events, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,24 +31,36 @@ import (
 func (r *run) check() error {
 	want := map[string]int{}
 	marked := map[string]bool{}
+	owned := map[string]bool{} // rids of records with their own id
 	for _, a := range r.agents {
 		for _, c := range a.chunks {
 			if c.state != acked {
 				continue
 			}
-			for _, rid := range c.content.rids {
+			for i, rid := range c.content.rids {
+				if eid := c.content.eids[i]; eid != "" {
+					owned[rid] = true
+					if c.content.lastOf(eid) != rid {
+						continue // not written: the last of its id stands for it
+					}
+				}
 				want[rid]++
 			}
 		}
 	}
 	stored, parked := map[string]int{}, map[string]int{}
+	holds := map[string]string{} // by own id: the rid its document holds
 	var errs []error
 	for _, d := range r.srv.Docs(collection) {
 		if r.cfg.Mode == model.ModeFlat {
+			eid, _ := d.Lookup(model.ID).StringValueOK()
 			if standIn, _ := d.Lookup(model.Sealed).BooleanOK(); standIn {
 				continue // the stand-in of a record parked (see writer.fence)
 			}
 			rid, msg := ridOf(d)
+			if eid != "" {
+				holds[eid] = rid
+			}
 			stored[rid]++
 			marked[rid] = marked[rid] || isMarked(msg)
 			continue
@@ -78,6 +91,9 @@ func (r *run) check() error {
 	for _, rid := range sorted {
 		w, s, p := want[rid], stored[rid], parked[rid]
 		switch {
+		case owned[rid] && s+p > w:
+			errs = append(errs, fmt.Errorf("record %s (own id): answered Done %d times, stored %d, parked %d", rid, w, s, p))
+		case owned[rid]:
 		case s+p != w:
 			errs = append(errs, fmt.Errorf("record %s: answered Done %d times, stored %d, parked %d", rid, w, s, p))
 		case marked[rid] && s > 0:
@@ -86,10 +102,62 @@ func (r *run) check() error {
 		r.res.Stored += s
 		r.res.Parked += p
 	}
+	errs = append(errs, r.checkVersions(holds, parked)...)
 	if len(errs) > 10 {
 		errs = append(errs[:10], fmt.Errorf("... and %d more", len(errs)-10))
 	}
 	return errors.Join(errs...)
+}
+
+// checkVersions checks id_action replace: the document of each own id
+// holds the version of the chunk answered Done last, the one whose last
+// flush started last (or of a chunk whose flush overlapped that one's),
+// unless every such version was parked; then any version, or none.
+func (r *run) checkVersions(holds map[string]string, parked map[string]int) []error {
+	if !r.cfg.IDKey {
+		return nil
+	}
+	type flushOf struct {
+		rid              string
+		started, ackedAt int
+	}
+	byID := map[string][]flushOf{}
+	for _, a := range r.agents {
+		for _, c := range a.chunks {
+			if c.state != acked {
+				continue
+			}
+			for _, eid := range c.content.eids {
+				if eid == "" || slices.ContainsFunc(byID[eid], func(f flushOf) bool { return f.started == c.started && f.rid == c.content.lastOf(eid) }) {
+					continue
+				}
+				byID[eid] = append(byID[eid], flushOf{c.content.lastOf(eid), c.started, c.ackedAt})
+			}
+		}
+	}
+	var errs []error
+	for _, eid := range slices.Sorted(maps.Keys(byID)) {
+		fs := byID[eid]
+		last := slices.MaxFunc(fs, func(a, b flushOf) int { return a.started - b.started })
+		var latest []string
+		allParked := true
+		for _, f := range fs {
+			if f.started == last.started || f.ackedAt > last.started {
+				latest = append(latest, f.rid)
+				allParked = allParked && parked[f.rid] > 0
+			}
+		}
+		got, ok := holds[eid]
+		switch {
+		case ok && slices.Contains(latest, got):
+		case allParked:
+		case !ok:
+			errs = append(errs, fmt.Errorf("event %s: no document, the last version answered Done is %s", eid, strings.Join(latest, " or ")))
+		default:
+			errs = append(errs, fmt.Errorf("event %s: the document holds %s, the last version answered Done is %s", eid, got, strings.Join(latest, " or ")))
+		}
+	}
+	return errs
 }
 
 // checkBucket counts the records of bucket d and checks its invariants.

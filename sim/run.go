@@ -49,6 +49,8 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	r := &run{rng: rng, net: &net{}, srv: server.New(), out: &outcomes{}}
 	r.jitterFrac = rng.Float64()
 	r.cfg = draw(rng)
+	r.ids = rand.New(rand.NewPCG(seed^0x1d5, seed))
+	drawIDs(r.ids, &r.cfg)
 	if tweak != nil {
 		tweak(&r.cfg)
 	}
@@ -130,6 +132,7 @@ func (r *run) stop() {
 type run struct {
 	cfg    Config
 	rng    *rand.Rand
+	ids    *rand.Rand // the draws of records' own ids (see drawIDs)
 	net    *net
 	srv    *server.Server
 	out    *outcomes
@@ -170,7 +173,7 @@ func (r *run) jitter(n int64) int64 { return int64(float64(n) * r.jitterFrac) }
 
 // setUp makes the agents and their chunks and starts their processes.
 func (r *run) setUp() error {
-	contents := makeContents(r.rng, &r.cfg, time.Now().Add(-time.Hour))
+	contents := makeContents(r.rng, r.ids, &r.cfg, time.Now().Add(-time.Hour))
 	n := 0
 	for i := range r.cfg.Agents {
 		a := &agent{n: i, id: fmt.Sprintf("agent%d", i), workers: r.cfg.Workers}
@@ -272,7 +275,7 @@ func (r *run) collect() {
 		r.tracef("%s chunk %d (content %d): %s, %d stored, %d found, %d parked: %v", f.proc.name, c.n, c.content.n,
 			f.res.Status, f.res.Stored, f.res.Found, f.res.Parked, f.res.Err)
 		if f.res.Status == sink.Done {
-			c.state = acked
+			c.state, c.ackedAt = acked, r.res.Steps
 			r.res.Chunks++
 			r.res.Records += len(c.content.rids)
 			continue
@@ -309,7 +312,7 @@ func (r *run) start(c *chunk) {
 		r.tracef("%s chunk %d (content %d) left out: %s", p.name, c.n, c.content.n, w)
 		return
 	}
-	c.state, c.by = flushing, p
+	c.state, c.by, c.started = flushing, p, r.res.Steps
 	c.attempts++
 	if c.flushedBy == nil {
 		c.flushedBy = map[*process]bool{}

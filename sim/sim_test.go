@@ -101,6 +101,11 @@ var found = []struct {
 	{75350, "a dead letter on its way while a later attempt wrote the record again: stored and parked"},
 	{79090, "a dead letter on its way while a later attempt of an identical chunk wrote the record: stored and parked"},
 	{212511, "a retry fenced a group it did not know, then read the newest bucket past its own late insert: stored twice"},
+	{12, "id_action replace: a replacement held in the network landed after a newer one was answered Done: back in time"},
+	{20, "id_action replace: a record parked while its replacement was in the network: stored and parked"},
+	{152, "id_action replace: the last record of an id parked, a retry wrote the one before it"},
+	{1101, "id_action replace: a fence raised another content to the attempt's version, its own write then taken as applied: lost"},
+	{2136, "id_action replace: a fence's raised version taken for a newer sender's: the version before the parked one lost"},
 }
 
 // TestSimulateFound replays the seeds that found broken promises.

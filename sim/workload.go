@@ -47,6 +47,18 @@ type content struct {
 	tag   string
 	bytes []byte
 	rids  []string // each record's rid, in chunk order
+	eids  []string // each record's own id (id_key), or ""
+}
+
+// lastOf is the rid of the last record of content c with own id eid: the
+// one its flush writes (see sink.sortFlat), or "".
+func (c *content) lastOf(eid string) string {
+	for i := len(c.eids) - 1; i >= 0; i-- {
+		if c.eids[i] == eid {
+			return c.rids[i]
+		}
+	}
+	return ""
 }
 
 // chunkState is where a chunk is in Fluent Bit's hands.
@@ -70,6 +82,9 @@ type chunk struct {
 	by       *process // the process flushing it
 	// flushedBy: the processes that started a flush of it.
 	flushedBy map[*process]bool
+	// started: the step its last flush started at; ackedAt: the step its
+	// answer Done was taken at.
+	started, ackedAt int
 }
 
 // agent is one Fluent Bit with the plugin: an identity, its current
@@ -139,7 +154,7 @@ func (o *outcomes) take() []flushed {
 // makeContents draws the run's chunk contents: fresh ones, and some
 // byte-identical to an earlier one (a line repeated within the resolution
 // of its time), of the same agent or of another.
-func makeContents(rng *rand.Rand, cfg *Config, t0 time.Time) [][]*content {
+func makeContents(rng, ids *rand.Rand, cfg *Config, t0 time.Time) [][]*content {
 	var all []*content
 	per := make([][]*content, cfg.Agents)
 	n := 0
@@ -150,7 +165,7 @@ func makeContents(rng *rand.Rand, cfg *Config, t0 time.Time) [][]*content {
 			per[a] = append(per[a], c)
 			continue
 		}
-		c := newContent(rng, cfg, n, t0)
+		c := newContent(rng, ids, cfg, n, t0)
 		n++
 		all = append(all, c)
 		per[a] = append(per[a], c)
@@ -159,8 +174,10 @@ func makeContents(rng *rand.Rand, cfg *Config, t0 time.Time) [][]*content {
 }
 
 // newContent draws one chunk: records of a few modules, some repeated
-// within the chunk, times mostly increasing and some late.
-func newContent(rng *rand.Rand, cfg *Config, n int, t0 time.Time) *content {
+// within the chunk, times mostly increasing and some late; with IDKey,
+// two records in three carry an event id drawn from ids (a stream of its
+// own), each a new version of the event.
+func newContent(rng, ids *rand.Rand, cfg *Config, n int, t0 time.Time) *content {
 	c := &content{n: n, tag: fmt.Sprintf("app.%d", rng.IntN(2))}
 	recs := 1 + rng.IntN(cfg.MaxChunkRecords)
 	base := t0.Add(time.Duration(n) * cfg.Spacing)
@@ -174,6 +191,7 @@ func newContent(rng *rand.Rand, cfg *Config, n int, t0 time.Time) *content {
 		if prev != nil && rng.Float64() < cfg.Repeats {
 			buf = append(buf, prev...) // the same line again
 			c.rids = append(c.rids, c.rids[len(c.rids)-1])
+			c.eids = append(c.eids, c.eids[len(c.eids)-1])
 			continue
 		}
 		msg := strings.Repeat("x", rng.IntN(cfg.MaxMessage))
@@ -186,9 +204,16 @@ func newContent(rng *rand.Rand, cfg *Config, n int, t0 time.Time) *content {
 			msg = holdMark + msg
 		}
 		t := base.Add(time.Duration(i)*time.Second + time.Duration(rng.IntN(1000))*time.Millisecond)
-		prev = event(t, map[string]any{"rid": rid, "mod": fmt.Sprintf("m%d", rng.IntN(cfg.Modules)), "msg": msg})
+		rec := map[string]any{"rid": rid, "mod": fmt.Sprintf("m%d", rng.IntN(cfg.Modules)), "msg": msg}
+		eid := ""
+		if cfg.IDKey && ids.IntN(3) > 0 {
+			eid = fmt.Sprintf("e%d", ids.IntN(cfg.Events))
+			rec[idField] = eid
+		}
+		prev = event(t, rec)
 		buf = append(buf, prev...)
 		c.rids = append(c.rids, rid)
+		c.eids = append(c.eids, eid)
 	}
 	c.bytes = buf
 	return c
@@ -228,14 +253,18 @@ func sinkOptions(cfg *Config, agentID string) sink.Options {
 		Limits:       cfg.Limits,
 		Decoder:      parser.Options{TimeKey: "ts", ReplaceDot: "_", ReplaceDollar: "_"},
 	}
+	if cfg.IDKey {
+		opt.IDKey, opt.IDReplace = idField, true
+	}
 	if cfg.Mode == model.ModeBucket {
 		opt.Grouper = bucketer.Config{KeyPaths: cfg.BucketKey, Window: cfg.Window}
 	}
 	return opt
 }
 
-// Where the simulated plugin writes.
+// Where the simulated plugin writes, and the field of a record's own id.
 const (
+	idField     = "eid"
 	collection  = "logs"
 	deadLetters = "logs_dead"
 )

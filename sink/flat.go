@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,9 +37,9 @@ func (s *Sink) writeFlat(ctx context.Context, f *flush, res *Result) error {
 // sortFlat parks the records whose id_key value cannot be an _id and
 // returns the others: those to insert, and with id_action replace those to
 // replace the document of their own id with. Of records of one id in the
-// chunk, only the last is written to replace; the others count as found
-// stored (as a repeat within a chunk does with keep): the last stands for
-// them.
+// chunk, only the last is written to replace, and none when the last is
+// parked; the others count as found stored (as a repeat within a chunk
+// does with keep): the last stands for them.
 func (s *Sink) sortFlat(f *flush, recs []*parser.Record) (inserts, replaces []*parser.Record) {
 	if s.opt.IDKey == "" {
 		return recs, nil
@@ -57,17 +56,23 @@ func (s *Sink) sortFlat(f *flush, recs []*parser.Record) (inserts, replaces []*p
 			inserts = append(inserts, r)
 		}
 	}
-	seen := map[string]bool{}
-	last := replaces[:0:0]
-	for i := len(replaces) - 1; i >= 0; i-- {
-		id := replaces[i].Doc.Lookup(model.ID)
-		if k := string(append([]byte{byte(id.Type)}, id.Data...)); !seen[k] {
-			seen[k] = true
-			last = append(last, replaces[i])
+	// The last of each id in the whole chunk, parked or not: a record an
+	// earlier attempt parked still stands for the ones before it.
+	lastOf := map[string]int{}
+	for i := range f.batch.Records {
+		r := &f.batch.Records[i]
+		if _, own, _ := s.idOf(r.Doc); own {
+			id := r.Doc.Lookup(model.ID)
+			lastOf[string(append([]byte{byte(id.Type)}, id.Data...))] = r.Index
 		}
 	}
-	slices.Reverse(last)
-	f.storedBefore += len(replaces) - len(last)
+	last := replaces[:0:0]
+	for _, r := range replaces {
+		id := r.Doc.Lookup(model.ID)
+		if lastOf[string(append([]byte{byte(id.Type)}, id.Data...))] == r.Index {
+			last = append(last, r)
+		}
+	}
 	return inserts, last
 }
 
@@ -93,7 +98,7 @@ func (s *Sink) putFlat(ctx context.Context, f *flush, coll string, recs []*parse
 	var ins writer.Inserted
 	var err error
 	if replace {
-		ins, err = writer.ReplaceAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], s.buckets.Batch(), drops)
+		ins, err = writer.ReplaceAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], s.buckets.Batch(), drops, s.nextVersion())
 	} else {
 		ins, err = writer.InsertAll(ctx, s.store, coll, docs, s.retry, f.prev.limits[limitKey], drops)
 	}
@@ -113,6 +118,18 @@ func (s *Sink) putFlat(ctx context.Context, f *flush, coll string, recs []*parse
 	}
 	res.Stored += len(docs) - len(ins.Refused) - ins.Existed
 	return nil
+}
+
+// nextVersion is the version of a replacement's write: the clock in
+// nanoseconds, and above every version this process gave before. A
+// process started later (a restart) gives larger ones, as the clock has
+// moved on: a write of an earlier attempt or process, landing late, finds
+// the document at a newer version and applies nothing.
+func (s *Sink) nextVersion() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.version = max(time.Now().UnixNano(), s.version+1)
+	return s.version
 }
 
 // flatPrefix gives each flat document a deterministic ObjectID (the record's

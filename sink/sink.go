@@ -140,8 +140,11 @@ type Sink struct {
 	contents   *contents             // what is known of the contents flushed
 	batches    sync.Pool
 	totals     Totals
-	ready      sync.Map // collections Setup has prepared
-	preparing  sync.Map // a *sync.Mutex per collection, held while Setup runs
+	// version is the last version a replacement was written with (see
+	// nextVersion).
+	version   int64
+	ready     sync.Map // collections Setup has prepared
+	preparing sync.Map // a *sync.Mutex per collection, held while Setup runs
 }
 
 // Totals are counters since start. A chunk and its records count once,

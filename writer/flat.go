@@ -80,6 +80,7 @@ type flatProto struct {
 	coll    string
 	docs    []Doc
 	replace bool
+	version int64       // with replace, the version written (see ReplaceAll)
 	drops   map[int]int // given: losses in a row of a document alone, by index
 	limit   int
 	existed int
@@ -152,7 +153,7 @@ func (m *flatProto) onFind(stored map[int]holding, ferr error) flatAction {
 	if ferr != nil {
 		f.err, f.suspect, f.answers = ferr, false, false
 	}
-	next := m.sortOut(f.pending, stored, f.poison, existedBefore(f.err, f.pending, m.replace))
+	next := m.sortOut(f.pending, stored, f.poison, existedBefore(f.err, f.pending))
 	progress := len(next) < len(f.pending)
 	f.pending = next
 	switch {
@@ -164,8 +165,8 @@ func (m *flatProto) onFind(stored map[int]holding, ferr error) flatAction {
 	case f.suspect || errkind.Of(f.err) == errkind.Poison:
 		if len(f.pending) == 1 {
 			err := f.err
-			if f.suspect && !m.replace {
-				// Its insert may still apply, late: fence it first.
+			if f.suspect {
+				// Its write may still apply, late: fence it first.
 				return flatAction{kind: flatFence, pending: f.pending}
 			}
 			if f.suspect {

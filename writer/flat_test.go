@@ -126,9 +126,9 @@ var flatRows = []flatRow{
 		lost: map[int]int{0: 8}},
 	{name: "the fence fails: backoff, then the insert again", docs: 1, drops: map[int]int{0: dropsToPark - 1},
 		events: append(answeredN(1), fenceOut{err: errDrop}, backoffOut{}), want: []string{"control", "find [0]", "fence", "backoff 1", "put [0]"}},
-	{name: "a replace alone dropped 8 times: parked without a fence (a replacement takes any _id)", docs: 1, replace: true, drops: map[int]int{0: dropsToPark - 1},
-		events:  answeredN(1),
-		want:    []string{"control", "find [0]", "done"},
+	{name: "a replace alone dropped 8 times: fenced at its version, parked", docs: 1, replace: true, drops: map[int]int{0: dropsToPark - 1},
+		events:  append(answeredN(1), fenceOut{}),
+		want:    []string{"control", "find [0]", "fence", "done"},
 		refused: "0: refused by MongoDB: the server closed the connection on this record alone 8 times", lost: map[int]int{0: 8}},
 	{name: "a control lost: no evidence, the count starts again, backoff", docs: 1, drops: map[int]int{0: 5},
 		events: []any{put(errDrop), controlOut{p: probeLost}, found(), backoffOut{}, put(nil)},
@@ -141,8 +141,8 @@ var flatRows = []flatRow{
 	{name: "a failed look-up: nothing counted, backoff on its error", docs: 2,
 		events: []any{put(errBulkDup), findOut{stored: []int{-1}}, backoffOut{context.DeadlineExceeded}},
 		want:   []string{"find [0 1]", "backoff 1", "fail inserting into logs: find failed"}},
-	{name: "replace: found is existing, whatever the reply", docs: 2, replace: true,
-		events: []any{put(errBulkDup), found(0, 1)}, want: []string{"find [0 1]", "done"}, existed: 2},
+	{name: "replace: DuplicateKey is a version as new or newer stored before; the others found are this write's", docs: 2, replace: true,
+		events: []any{put(errBulkDup), found(0, 1)}, want: []string{"find [0 1]", "done"}, existed: 1},
 }
 
 func describeFlat(a flatAction) string {

@@ -1,7 +1,6 @@
 package writer
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,7 +43,7 @@ type Refused struct {
 func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit int, drops map[int]int) (Inserted, error) {
 	ins := &inserter{store: store, retry: retry, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops}}
 	if limit > 0 {
-		if err := ins.skipStored(ctx, false); err != nil {
+		if err := ins.skipStored(ctx); err != nil {
 			return Inserted{Limit: limit, Drops: drops}, err
 		}
 	}
@@ -53,28 +52,34 @@ func InsertAll(ctx context.Context, store Store, coll string, docs []Doc, retry 
 
 // ReplaceAll is InsertAll for documents that replace the one of their _id
 // (Store.Replace), at most batch to a command (an update command, which
-// some servers cannot take large): the last one written wins. A document
-// counts as stored already (Existed) only when the one stored under its
-// _id is the same, byte for byte: those are looked up first, and not
-// written. Any other is replaced, again after a failed command, which can
-// only apply once.
-func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit, batch int, drops map[int]int) (Inserted, error) {
-	ins := &inserter{store: store, retry: retry, batch: batch, flatProto: flatProto{coll: coll, docs: docs, limit: limit, drops: drops, replace: true}}
-	if err := ins.skipStored(ctx, true); err != nil {
+// some servers cannot take large): the last one sent wins. Each document
+// is written with version (model.Version), which its caller makes larger
+// than every version it or an earlier process of it sent before, and
+// replaces only a document of an older version (or none): a write held
+// in the network that lands late finds a newer version and applies
+// nothing. A document whose _id holds a version as new or newer counts as
+// stored already (Existed): written, or superseded by a later sender.
+func ReplaceAll(ctx context.Context, store Store, coll string, docs []Doc, retry Retry, limit, batch int, drops map[int]int, version int64) (Inserted, error) {
+	versioned := make([]Doc, len(docs))
+	for i, d := range docs {
+		versioned[i] = Doc{ID: d.ID, Raw: withVersion(d.Raw, version)}
+	}
+	ins := &inserter{store: store, retry: retry, batch: batch, flatProto: flatProto{coll: coll, docs: versioned, limit: limit, drops: drops, replace: true, version: version}}
+	if err := ins.skipStored(ctx); err != nil {
 		return Inserted{Limit: limit, Drops: drops}, err
 	}
 	return ins.all(ctx)
 }
 
-// skipStored looks up which documents are stored already (with same, the
-// same document under their _id), counts them as existing and leaves them
-// out of the writes.
-func (ins *inserter) skipStored(ctx context.Context, same bool) error {
+// skipStored looks up which documents are stored already (with replace,
+// at this version or a newer one), counts them as existing and leaves
+// them out of the writes.
+func (ins *inserter) skipStored(ctx context.Context) error {
 	all := make([]int, len(ins.docs))
 	for i := range all {
 		all[i] = i
 	}
-	stored, err := lookup(ctx, ins.store, ins.coll, ins.docs, all, same, ins.retry)
+	stored, err := lookup(ctx, ins.store, ins.coll, ins.docs, all, ins.version, ins.retry)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", ins.coll, err)
 	}
@@ -92,14 +97,14 @@ func (ins *inserter) skipStored(ctx context.Context, same bool) error {
 
 // lookup is existing for any number of documents: in parts (lookupPart),
 // each retried.
-func lookup(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool, retry Retry) (map[int]holding, error) {
+func lookup(ctx context.Context, store Store, coll string, docs []Doc, pending []int, version int64, retry Retry) (map[int]holding, error) {
 	stored := map[int]holding{}
 	for len(pending) > 0 {
 		part := pending[:lookupPart(docs, pending)]
 		pending = pending[len(part):]
 		var found map[int]holding
 		if err := retry.Do(ctx, func() (err error) {
-			found, err = existing(ctx, store, coll, docs, part, same)
+			found, err = existing(ctx, store, coll, docs, part, version)
 			return err
 		}); err != nil {
 			return nil, err
@@ -211,11 +216,15 @@ func (ins *inserter) insert(ctx context.Context, pending []int) ([]Refused, erro
 		case flatPing:
 			a = ins.onPing(ctx.Err() == nil && ins.store.Ping(ctx) == nil)
 		case flatFind:
-			a = ins.onFind(existing(ctx, ins.store, ins.coll, ins.docs, a.pending, ins.replace))
+			a = ins.onFind(existing(ctx, ins.store, ins.coll, ins.docs, a.pending, ins.version))
 		case flatBackoff:
 			a = ins.onBackoff(ins.retry.Wait(ctx, a.attempt))
 		case flatFence:
-			a = ins.onFenced(fence(ctx, ins.store, ins.coll, ins.docs[a.pending[0]].ID))
+			if ins.replace {
+				a = ins.onFenced(fenceVersion(ctx, ins.store, ins.coll, ins.docs[a.pending[0]], ins.version))
+			} else {
+				a = ins.onFenced(fence(ctx, ins.store, ins.coll, ins.docs[a.pending[0]].ID))
+			}
 		case flatDone:
 			return ins.refused, nil
 		default:
@@ -241,14 +250,15 @@ func poisonOf(err error, pending []int) map[int]string {
 	return poison
 }
 
-// existedBefore is, when the server answered the insert of pending with
-// err (an insert, not a replace), the documents it named as existing already (DuplicateKey): the
-// others found stored after it are this insert's. nil when it did not
-// answer (a lost reply): every document found stored then counts as
-// existing, the insert's own included.
-func existedBefore(err error, pending []int, replace bool) map[int]bool {
+// existedBefore is, when the server answered the write of pending with
+// err, the documents it named as existing already (DuplicateKey: an
+// insert's _id taken, or a replacement's version not newer than the one
+// stored): the others found stored after it are this write's. nil when it
+// did not answer (a lost reply): every document found stored then counts
+// as existing, the write's own included.
+func existedBefore(err error, pending []int) map[int]bool {
 	var bwe mongo.BulkWriteException
-	if replace || !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
+	if !errors.As(err, &bwe) || bwe.WriteConcernError != nil {
 		return nil
 	}
 	dup := map[int]bool{}
@@ -268,8 +278,8 @@ type holding uint8
 
 const (
 	heldByNone    holding = iota
-	heldByDoc             // the document (with same, the same one)
-	heldByStandIn         // the stand-in of the record, which is parked (see fence)
+	heldByDoc             // the document (with a version, at that version or a newer one)
+	heldByStandIn         // the stand-in of the record, or its mark: it is parked (see fence, fenceVersion)
 )
 
 // fencedEarlier is the reason a record is parked with when its stand-in
@@ -277,10 +287,13 @@ const (
 const fencedEarlier = "refused by MongoDB: the server kept closing the connection on this record alone; an earlier attempt fenced its insert (a stand-in holds its _id) before parking it"
 
 // existing reports which of the pending documents are already stored: a
-// document of their _id, or with same, the same document; or the record's
-// stand-in. Ids are told apart by type and value, so documents that share
-// one are all reported.
-func existing(ctx context.Context, store Store, coll string, docs []Doc, pending []int, same bool) (map[int]holding, error) {
+// document of their _id, or with version (replacements), the document
+// itself at that version or any of a newer one; or the record's stand-in
+// (with version, a stand-in or document marked with the record's content,
+// see fenceVersion). A fence may have raised another content to the
+// version: that one does not count. Ids are told apart by type and value, so documents that
+// share one are all reported.
+func existing(ctx context.Context, store Store, coll string, docs []Doc, pending []int, version int64) (map[int]holding, error) {
 	ids := bsoncore.NewArrayBuilder()
 	for _, p := range pending {
 		ids.AppendValue(docs[p].ID)
@@ -288,8 +301,8 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 	filter := bsoncore.NewDocumentBuilder().AppendDocument(model.ID,
 		bsoncore.NewDocumentBuilder().AppendArray("$in", ids.Build()).Build()).Build()
 	q := Query{Projection: standInProjection}
-	if same {
-		q = Query{}
+	if version != 0 {
+		q = Query{} // the content, to tell its own version from a fence's
 	}
 	found, err := store.Find(ctx, coll, bson.Raw(filter), q)
 	if err != nil {
@@ -306,10 +319,16 @@ func existing(ctx context.Context, store Store, coll string, docs []Doc, pending
 		standIn, _ := d.Lookup(model.Sealed).BooleanOK()
 		for _, p := range byID[idKey(bsoncore.Type(id.Type), id.Value)] {
 			switch {
-			case standIn && !same:
+			case version == 0 && standIn:
 				stored[p] = heldByStandIn
-			case !same || bytes.Equal(d, docs[p].Raw):
+			case version == 0:
 				stored[p] = heldByDoc
+			case markedFor(d, docs[p].Raw):
+				stored[p] = heldByStandIn
+			case supersedes(d, version):
+				stored[p] = heldByDoc // superseded by a newer sender's
+			case versionOf(d) == version && !standIn && contentHash(d) == contentHash(docs[p].Raw):
+				stored[p] = heldByDoc // its own write
 			}
 		}
 	}
@@ -353,6 +372,6 @@ func Existing(ctx context.Context, store Store, coll string, ids []bsoncore.Valu
 	for i, id := range ids {
 		docs[i], pending[i] = Doc{ID: id}, i
 	}
-	stored, err := lookup(ctx, store, coll, docs, pending, false, retry)
+	stored, err := lookup(ctx, store, coll, docs, pending, 0, retry)
 	return len(stored), err
 }

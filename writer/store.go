@@ -11,7 +11,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
-	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 )
 
 // Store is the narrow set of MongoDB calls the writer makes. The real one
@@ -28,8 +27,10 @@ type Store interface {
 	InsertMany(ctx context.Context, coll string, docs []bson.Raw) error
 	// Replace replaces, unordered, the document of each doc's _id with the
 	// doc whole, inserting it when there is none (an upsert replacement,
-	// not a merge of fields). Its errors are InsertMany's: a
-	// mongo.BulkWriteException names the statements that failed.
+	// not a merge of fields), under VersionGuard: a doc with a version
+	// replaces only an older one, and fails DuplicateKey otherwise. Its
+	// errors are InsertMany's: a mongo.BulkWriteException names the
+	// statements that failed.
 	Replace(ctx context.Context, coll string, docs []bson.Raw) error
 	// UpdateMany applies update to every document filter matches,
 	// inserting none.
@@ -144,8 +145,7 @@ func (s MongoStore) Replace(ctx context.Context, coll string, docs []bson.Raw) e
 	}
 	models := make([]mongo.WriteModel, len(docs))
 	for i, d := range docs {
-		filter := bson.D{{Key: model.ID, Value: d.Lookup(model.ID)}}
-		models[i] = mongo.NewReplaceOneModel().SetFilter(filter).SetReplacement(d).SetUpsert(true)
+		models[i] = mongo.NewReplaceOneModel().SetFilter(VersionGuard(d)).SetReplacement(d).SetUpsert(true)
 	}
 	_, err := s.collection(coll).BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	return err

@@ -421,12 +421,30 @@ func (s *Server) replace(coll string, docs []bson.Raw) error {
 			continue
 		}
 		id, doc := idOf(d)
-		if j, found := c.at(id); found && (c.docs[j].id.Type != id.Type || !bytes.Equal(c.docs[j].id.Data, id.Data)) {
+		j, found := c.at(id)
+		if found && (c.docs[j].id.Type != id.Type || !bytes.Equal(c.docs[j].id.Data, id.Data)) {
 			panic(notModelled("a replacement whose _id %s differs in type from the stored one's", show(id)))
+		}
+		if found && !newer(doc, c.docs[j].doc) {
+			// writer.VersionGuard matches nothing: the upsert's insert
+			// collides on the _id.
+			fails[i] = duplicate(coll, id)
+			continue
 		}
 		c.put(doc)
 	}
 	return replaceReply(docs, fails)
+}
+
+// newer reports whether replacement doc applies over stored document old:
+// old matches the filter the replacement is sent under
+// (writer.VersionGuard).
+func newer(doc, old bsoncore.Document) bool {
+	guard, err := bson.Marshal(writer.VersionGuard(bson.Raw(doc)))
+	if err != nil {
+		panic(err)
+	}
+	return matches(old, guard)
 }
 
 // find returns the documents of coll matching filter, shaped by q.

@@ -87,8 +87,10 @@ func generate(seed uint64, n int) []server.Op {
 			g.find()
 		case r < 82:
 			g.insertMany()
-		case r < 88:
+		case r < 85:
 			g.replace()
+		case r < 88:
+			g.fenceVersion()
 		case r < 94:
 			g.delete()
 		case r < 96:
@@ -598,7 +600,9 @@ func (g *gen) insertMany() {
 }
 
 // replace replaces flat documents of own ids, stored or not (id_action
-// replace): ids distinct in one command, as sink.sortFlat keeps the last.
+// replace): ids distinct in one command, as sink.sortFlat keeps the last,
+// most with a version (writer.ReplaceAll), older or newer than the one
+// stored: the guard (writer.VersionGuard) lets only newer ones apply.
 func (g *gen) replace() {
 	var docs []bson.Raw
 	seen := map[string]bool{}
@@ -606,12 +610,44 @@ func (g *gen) replace() {
 		id := g.flatID(true)
 		if k := string(id.Data) + string(rune(id.Type)); !seen[k] {
 			seen[k] = true
-			docs = append(docs, g.flatDoc(id))
+			d := g.flatDoc(id)
+			if g.rng.IntN(5) > 0 {
+				d = bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).AppendString("msg", fmt.Sprintf("m%d", g.rng.IntN(100))).
+					AppendInt64(model.Version, g.version()).Build())
+			}
+			docs = append(docs, d)
 		}
 	}
 	if len(docs) > 0 {
 		g.emit(server.Op{Kind: server.Replace, Coll: flatColl, Docs: docs})
 	}
+}
+
+// version is a replacement's version: from a small range, so that older,
+// equal and newer ones meet.
+func (g *gen) version() int64 { return 1<<40 + int64(g.rng.IntN(12)) }
+
+// fenceVersion sends the fence of a replacement about to be parked
+// (writer.fenceVersion): a stand-in, the raise of an older version, and
+// the mark of the record parked at the version.
+func (g *gen) fenceVersion() {
+	id := g.flatID(true)
+	v := g.version()
+	mark := bsoncore.NewDocumentBuilder().AppendInt64(model.ParkedHash, g.rng.Int64N(1<<40)).Build()
+	standIn := bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).AppendBoolean(model.Sealed, true).
+		AppendInt64(model.Version, v).AppendDocument(model.Parked, mark).Build())
+	g.emit(server.Op{Kind: server.InsertMany, Coll: flatColl, Docs: []bson.Raw{standIn}})
+	guard, err := bson.Marshal(writer.VersionGuard(bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).AppendInt64(model.Version, v).Build())))
+	if err != nil {
+		panic(err)
+	}
+	raise := bsoncore.NewDocumentBuilder().AppendDocument("$set",
+		bsoncore.NewDocumentBuilder().AppendInt64(model.Version, v).AppendBoolean(model.Raised, true).Build()).Build()
+	g.emit(server.Op{Kind: server.UpdateMany, Coll: flatColl, Ups: []writer.Upsert{{Filter: guard, Update: bson.Raw(raise)}}})
+	g.emit(server.Op{Kind: server.Find, Coll: flatColl, Filter: bson.Raw(bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).Build()), Query: writer.Query{Limit: 1}})
+	at := bsoncore.NewDocumentBuilder().AppendValue(model.ID, id).AppendInt64(model.Version, v).Build()
+	set := bsoncore.NewDocumentBuilder().AppendDocument("$set", bsoncore.NewDocumentBuilder().AppendDocument(model.Parked, mark).Build()).Build()
+	g.emit(server.Op{Kind: server.UpdateMany, Coll: flatColl, Ups: []writer.Upsert{{Filter: bson.Raw(at), Update: bson.Raw(set)}}})
 }
 
 // delete sends one of retention's deletes: by _id $in (TTL), by $or of

@@ -58,7 +58,7 @@ func TestGeneratedShapes(t *testing.T) {
 	}
 	for _, want := range []string{"upsert none", "upsert duplicate key", "batch of applied and colliding statements",
 		"find unsorted found", "find sorted limited found", "find unsorted limited found", "find $or found",
-		"insertMany none", "insertMany duplicate key", "replace none", "delete deleted", "drop", "ping", "updateMany",
+		"insertMany none", "insertMany duplicate key", "replace none", "replace duplicate key", "delete deleted", "drop", "ping", "updateMany",
 		"find a record parked"} {
 		if seen[want] == 0 {
 			t.Errorf("no %q in %d sequences: %v", want, seeds, seen)

@@ -167,6 +167,12 @@ func (r *replay) step(ctx context.Context, i int, op server.Op) {
 		}
 		r.compareFind(i, op, got, want)
 	case server.InsertMany, server.Replace:
+		if op.Kind == server.Replace && !r.real && len(op.Docs) > 1 {
+			if k := stopAtDoc(r.model, op); k >= 0 {
+				r.stoppedReplace(ctx, i, op, coll, k)
+				return
+			}
+		}
 		var got error
 		if op.Kind == server.InsertMany {
 			got = r.store.InsertMany(ctx, coll, op.Docs)
@@ -241,6 +247,67 @@ func stopAt(model *server.Server, op server.Op) int {
 		}
 	}
 	return -1
+}
+
+// stopAtDoc is the first replacement of op that fails on the model,
+// applied one by one, or -1.
+func stopAtDoc(model *server.Server, op server.Op) int {
+	m := model.Clone()
+	for j, d := range op.Docs {
+		one := op
+		one.Docs = []bson.Raw{d}
+		if m.Apply(one).Err != nil {
+			return j
+		}
+	}
+	return -1
+}
+
+// stoppedReplace replays, on FerretDB v1, a bulk of several replacements
+// some of which fail (a versioned one finding a version as new or newer:
+// DuplicateKey), as stoppedUpserts does an update command: FerretDB v1
+// applies the replacements before the first failure k, fails k under
+// index 0, and applies none after it. The reply must name one failure of
+// k's kind, under index 0 or k; the collection must then hold what the
+// model holds with the replacements before k; and the ones after k are
+// sent again to both.
+func (r *replay) stoppedReplace(ctx context.Context, i int, op server.Op, coll string, k int) {
+	r.stats["stopped command"]++
+	got := r.store.Replace(ctx, coll, op.Docs)
+	one := op
+	one.Docs = op.Docs[k : k+1]
+	want := describe(r.model.Clone().Apply(one).Err)
+	if k > 0 {
+		prefix := op
+		prefix.Docs = op.Docs[:k]
+		r.model.Apply(prefix)
+	}
+	if g := describe(got); !sameButIndex(g, want) {
+		r.mismatch(i, op, "a bulk FerretDB stops at replacement %d: server %s, model %s (under index 0 or %d)", k, g, want, k)
+	}
+	r.compareColl(ctx, i, op, op.Coll)
+	if rest := op.Docs[k+1:]; len(rest) > 0 && !r.t.Failed() {
+		again := op
+		again.Docs = rest
+		r.step(ctx, i, again)
+	}
+}
+
+// sameButIndex reports whether two described bulk failures of one
+// statement differ at most in its index.
+func sameButIndex(a, b string) bool {
+	if a == b {
+		return true
+	}
+	cut := func(s string) string {
+		head, rest, ok := strings.Cut(s, "[")
+		if !ok {
+			return s
+		}
+		_, code, _ := strings.Cut(rest, ":")
+		return head + code
+	}
+	return strings.Count(a, ":") == 1 && strings.Count(b, ":") == 1 && cut(a) == cut(b)
 }
 
 // stoppedUpserts replays, on FerretDB v1, an update command of several
