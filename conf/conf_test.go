@@ -743,6 +743,23 @@ func TestWithoutCredentials(t *testing.T) {
 	}
 }
 
+// Hosts names the server as a log line does: hosts only, never a
+// credential, the database or an option.
+func TestHosts(t *testing.T) {
+	for _, tt := range [][2]string{
+		{"mongodb://localhost:27017", "localhost:27017"},
+		{"mongodb://u:secret@db1:27017,db2:27017/logs?replicaSet=rs&authSource=admin", "db1:27017,db2:27017"},
+		{"mongodb+srv://u:p%40ss@c.example.net/", "c.example.net"},
+		{"mongodb://u:p@h?tlsCertificateKeyFilePassword=x", "h"},
+		{"mongodb://[::1]:27017/", "[::1]:27017"},
+		{"", ""},
+	} {
+		if got := Hosts(tt[0]); got != tt[1] {
+			t.Errorf("Hosts(%q) = %q, want %q", tt[0], got, tt[1])
+		}
+	}
+}
+
 func TestCheckURI(t *testing.T) {
 	for _, uri := range []string{
 		"mongodb://localhost",

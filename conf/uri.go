@@ -308,3 +308,17 @@ func checkHost(h string, srv bool) string {
 	}
 	return ""
 }
+
+// Hosts is the host list of uri as written (host:port, comma-separated;
+// for mongodb+srv:// the service's name), without its scheme, user
+// information, database or options: what a log line names the server by.
+func Hosts(uri string) string {
+	rest := WithoutCredentials(uri)
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}

@@ -73,6 +73,7 @@ type Instance struct {
 	lastReport time.Time
 	reported   sink.Totals
 
+	outage   *outage // says when MongoDB cannot be reached, and when it is back
 	stats    *metrics.Output
 	endpoint *metrics.Endpoint // nil without metrics_listen
 	slot     *os.File          // holds the agent's slot (see claimAgent); nil when none was taken
@@ -165,6 +166,11 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 	in := &Instance{Name: name, cfg: cfg, log: log, client: client, ctx: ctx, stop: stop, lastReport: time.Now(),
 		stats: stats, endpoint: endpoint, slot: slot, keepers: map[string]*layout.Keeper{}, places: places(cfg)}
 	in.info, _ = store.(writer.Informer)
+	// The outage is said once by the instance, from what the sink's
+	// commands and flushes meet.
+	in.outage = newOutage(log, cfg.URI)
+	store = watched{Store: store, o: in.outage}
+	opt.OutagesReported = true
 	opt.Setup = in.setup
 	if opt.Targets != nil {
 		opt.Targets.Existing = in.existingTargets
@@ -184,8 +190,9 @@ func NewWith(g conf.Getter, defaultName string, logOut io.Writer, seams Seams) (
 		changed = "none"
 	}
 	log.Infof("settings other than the defaults: %s", changed)
-	in.bg.Add(1)
+	in.bg.Add(2)
 	go in.ping()
+	go in.retainAtStart()
 	return in, nil
 }
 
@@ -195,12 +202,15 @@ func (in *Instance) ping() {
 	defer in.bg.Done()
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.ConnectTimeout)
 	defer cancel()
+	start := time.Now()
 	if err := in.client.Ping(ctx, nil); err != nil {
 		if in.ctx.Err() == nil {
-			in.log.Warnf("MongoDB is not reachable yet (%v); chunks will be retried until it is", err)
+			in.log.Warnf("MongoDB is not reachable yet at %s: %s; chunks will be retried until it is", in.outage.hosts, conf.RedactText(errkind.Cause(err)))
+			in.outage.failed(err, start, false)
 		}
 		return
 	}
+	in.outage.ok(start)
 	in.log.Infof("connected to MongoDB")
 }
 
@@ -278,6 +288,10 @@ func (in *Instance) Flush(tag string, data []byte) (status sink.Status) {
 	}()
 	start := time.Now()
 	res := in.flush(tag, data)
+	if res.Status == sink.Retry {
+		in.outage.failed(res.Err, start, true)
+		in.outage.retry()
+	}
 	in.stats.Flushed(res, time.Since(start))
 	in.dropOldPartitions()
 	in.report()
@@ -436,18 +450,104 @@ func (in *Instance) dropOldPartitions() {
 	}
 	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
 	defer cancel()
+	if err := in.dropOld(ctx, now); err != nil {
+		in.failed = now
+		in.log.Warnf("applying partition_keep: %v (tried again in %v)", err, dropRetry)
+	}
+}
+
+// dropOld drops the partitions before the range kept at now, and notes
+// the range as applied; the caller holds retention's write side, so no
+// flush is writing meanwhile.
+func (in *Instance) dropOld(ctx context.Context, now time.Time) error {
+	p := in.places.Partitions
+	oldest := p.Oldest(now)
 	err := in.places.DropOld(ctx, in.client, now, func(db, coll string) {
 		if qualified(in.cfg) {
 			coll = db + "." + coll
 		}
 		in.log.Infof("dropped partition %s (partition_keep %d keeps %s and later)", coll, p.Keep, p.Collection(oldest))
 	})
-	if err != nil {
-		in.failed = now
-		in.log.Warnf("applying partition_keep: %v (tried again in %v)", err, dropRetry)
-		return
+	if err == nil {
+		in.kept = oldest
 	}
-	in.kept = oldest
+	return err
+}
+
+// startRetry caps the pause between the attempts to apply retention at
+// start while the server does not answer.
+const startRetry = 30 * time.Second
+
+// retainAtStart applies the retention the configuration asks for to the
+// targets that exist already, without waiting for a write to each:
+// partition_keep's drops, then ttl on each existing collection (and on
+// each partition). It runs in the background: a server that does not answer
+// (down, an election) is asked again, the pause growing to startRetry,
+// until one pass succeeds; Exit stops it.
+func (in *Instance) retainAtStart() {
+	defer in.bg.Done()
+	pause := time.Second
+	for attempt := 1; ; attempt++ {
+		err := in.retainOnce()
+		switch {
+		case err == nil:
+			return
+		case in.ctx.Err() != nil:
+			return
+		case !errkind.Of(err).Passing():
+			in.log.Warnf("applying retention at start: %s (applied at the first write to each collection instead)", conf.RedactText(err.Error()))
+			return
+		}
+		in.log.Debugf("applying retention (ttl, partition_keep) at start, attempt %d, tried again in %v: %s", attempt, pause, conf.RedactText(err.Error()))
+		select {
+		case <-in.ctx.Done():
+			return
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, startRetry)
+	}
+}
+
+// retainOnce is one attempt of retainAtStart.
+func (in *Instance) retainOnce() error {
+	ctx, cancel := context.WithTimeout(in.ctx, in.cfg.FlushTimeout)
+	defer cancel()
+	if in.places.Partitions.Keep > 0 {
+		// The drops hold up flushes: not while the server does not answer.
+		if err := in.client.Ping(ctx, nil); err != nil {
+			return err
+		}
+		in.retention.Lock()
+		now := time.Now()
+		var err error
+		if in.places.Partitions.Oldest(now).After(in.kept) {
+			err = in.dropOld(ctx, now)
+		}
+		in.retention.Unlock()
+		if err != nil {
+			return fmt.Errorf("applying partition_keep: %w", err)
+		}
+	}
+	s := spec(in.cfg, false)
+	if s.TTLField == "" {
+		return nil
+	}
+	// A dead-letter collection keeps dead_letter_ttl, applied at its
+	// first write: never the targets' ttl.
+	deadLetter := func(name string) bool { return name == in.cfg.DeadLetterCollection }
+	if t := in.cfg.Targets.DeadLetter; t != nil && !t.Static() {
+		deadLetter = t.Matches
+	}
+	colls, err := in.places.Collections(ctx, in.client, func(name string) bool { return in.places.Owns(name) && !deadLetter(name) })
+	if err != nil {
+		return err
+	}
+	for _, c := range colls {
+		if err := in.keeper(c[0]).ApplyTTL(ctx, c[1], s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // places are where an instance of cfg writes: its database or those its

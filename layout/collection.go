@@ -77,13 +77,16 @@ type Keeper struct {
 	mu      sync.Mutex
 	warned  map[string]bool // by what the warning is about
 	running map[string]bool // background work by collection and kind
+	ttlMu   map[string]*sync.Mutex
+	ttlBy   map[string]string // who applied a collection's TTL (see onceTTL)
 }
 
 // NewKeeper returns a keeper of the collections of db.
 func NewKeeper(ctx context.Context, db *mongo.Database, log Logger, limits Limits) *Keeper {
 	limits.Rate = max(limits.Rate, 1)
 	limits.Batch = max(limits.Batch, 1)
-	return &Keeper{db: db, runner: dbRunner{db}, log: log, limits: limits, ctx: ctx, warned: map[string]bool{}, running: map[string]bool{}}
+	return &Keeper{db: db, runner: dbRunner{db}, log: log, limits: limits, ctx: ctx, warned: map[string]bool{}, running: map[string]bool{},
+		ttlMu: map[string]*sync.Mutex{}, ttlBy: map[string]string{}}
 }
 
 // Runner runs a database command and returns the error it ends with. The

@@ -144,8 +144,8 @@ func IsPartition(name, base string, period Period) bool {
 }
 
 // DropOld drops the partitions of p whose whole period lies before the
-// kept range at now (see Partitions), and returns the names it dropped.
-// Partitions of later periods, even of the future, are kept.
+// kept range at now (see Partitions and Old), and returns the names it
+// dropped.
 func DropOld(ctx context.Context, db *mongo.Database, p Partitions, now time.Time) ([]string, error) {
 	if p.Keep <= 0 || p.Period == None {
 		return nil, nil
@@ -154,20 +154,32 @@ func DropOld(ctx context.Context, db *mongo.Database, p Partitions, now time.Tim
 	if err != nil {
 		return nil, err
 	}
-	q := p
-	q.Base = ""
-	oldest := q.Collection(p.Oldest(now)) // the suffixes sort as their periods
 	var dropped []string
-	for _, n := range names {
-		base, ok := p.Split(n)
-		if !ok || n[len(base):] >= oldest {
-			continue
-		}
+	for _, n := range p.Old(names, now) {
 		if err := db.Collection(n).Drop(ctx); err != nil {
 			return dropped, fmt.Errorf("dropping partition %s: %w", n, err)
 		}
 		dropped = append(dropped, n)
 	}
-	slices.Sort(dropped)
 	return dropped, nil
+}
+
+// Old are the partitions of p among names whose whole period lies before
+// the kept range at now, sorted. Partitions of later periods, even of the
+// future, are kept.
+func (p Partitions) Old(names []string, now time.Time) []string {
+	if p.Keep <= 0 || p.Period == None {
+		return nil
+	}
+	q := p
+	q.Base = ""
+	oldest := q.Collection(p.Oldest(now)) // the suffixes sort as their periods
+	var old []string
+	for _, n := range names {
+		if base, ok := p.Split(n); ok && n[len(base):] < oldest {
+			old = append(old, n)
+		}
+	}
+	slices.Sort(old)
+	return old
 }

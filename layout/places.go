@@ -93,3 +93,39 @@ func (pl Places) DropOld(ctx context.Context, client *mongo.Client, now time.Tim
 	}
 	return err
 }
+
+// Owns reports whether collection name is one of pl's targets: the
+// collection, or one the template can give, or with partitions a
+// partition of one.
+func (pl Places) Owns(name string) bool {
+	switch {
+	case pl.Partitions.Period != None:
+		return pl.Partitions.Owns(name)
+	case pl.CollectionMatch != nil:
+		return pl.CollectionMatch(name)
+	}
+	return name == pl.Partitions.Base
+}
+
+// Collections lists the collections that exist in every database of pl
+// and that match reports true for, as database and collection, in the
+// order the server lists them.
+func (pl Places) Collections(ctx context.Context, client *mongo.Client, match func(name string) bool) ([][2]string, error) {
+	dbs, err := pl.Databases(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	var out [][2]string
+	for _, db := range dbs {
+		names, err := client.Database(db).ListCollectionNames(ctx, bson.D{})
+		if err != nil {
+			return nil, fmt.Errorf("listing the collections of %s: %w", db, err)
+		}
+		for _, n := range names {
+			if match(n) {
+				out = append(out, [2]string{db, n})
+			}
+		}
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -52,12 +53,58 @@ func PlanTTL(found bool, after *int64, want int64) (action TTLAction, lowers boo
 // keeper's rate; then it changes the index. Documents without the field
 // are given it in the background (when s.ExpireAt says how). A server that
 // refuses TTL indexes or collMod gets one warning per collection.
+//
+// A collection whose TTL ApplyTTL applied (a start's pass over the
+// existing collections) is left as it is.
 func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
-	want := int64(s.TTL / time.Second)
-	idx, err := k.ttlIndex(ctx, coll, s.TTLField)
-	if err != nil {
-		return fmt.Errorf("listing the indexes of %s: %w", coll, err)
+	return k.onceTTL(coll, func(by string) (string, error) {
+		if by == ttlAtStart {
+			return by, nil
+		}
+		idx, err := k.ttlIndex(ctx, coll, s.TTLField)
+		if err != nil {
+			return by, fmt.Errorf("listing the indexes of %s: %w", coll, err)
+		}
+		if err := k.applyTTL(ctx, coll, s, idx); err != nil {
+			return by, err
+		}
+		return ttlAtWrite, nil
+	})
+}
+
+// Who applied the TTL of a collection (see onceTTL).
+const (
+	ttlAtStart = "start" // ApplyTTL
+	ttlAtWrite = "write" // Prepare
+)
+
+// onceTTL runs apply for coll, one call per collection at a time, giving
+// it who applied the collection's TTL before ("" for none) and noting
+// who it says applied it: ApplyTTL and the first write's Prepare, which
+// may run at once, apply a collection's TTL once between them.
+func (k *Keeper) onceTTL(coll string, apply func(by string) (string, error)) error {
+	k.mu.Lock()
+	mu := k.ttlMu[coll]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		k.ttlMu[coll] = mu
 	}
+	k.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	k.mu.Lock()
+	by := k.ttlBy[coll]
+	k.mu.Unlock()
+	by, err := apply(by)
+	k.mu.Lock()
+	k.ttlBy[coll] = by
+	k.mu.Unlock()
+	return err
+}
+
+// applyTTL is ensureTTL for a collection whose index on s.TTLField is idx.
+func (k *Keeper) applyTTL(ctx context.Context, coll string, s Spec, idx ttlIndex) error {
+	want := int64(s.TTL / time.Second)
 	action, lowers := PlanTTL(idx.found, idx.after, want)
 	if action == TTLCreate && k.empty(ctx, coll, idx) {
 		// Nothing to expire at once: the index is made before the first
@@ -96,6 +143,32 @@ func (k *Keeper) ensureTTL(ctx context.Context, coll string, s Spec) error {
 	}
 	k.settle(coll, apply(ctx))
 	return k.backfill(coll, s)
+}
+
+// ApplyTTL gives coll, when it exists, the TTL index of s (see
+// ensureTTL), as a start applies the configuration to the collections
+// written before: a changed ttl takes effect without waiting for a write.
+// A collection that does not exist is left for its first write to create.
+func (k *Keeper) ApplyTTL(ctx context.Context, coll string, s Spec) error {
+	if s.TTLField == "" || s.TTL <= 0 {
+		return nil
+	}
+	return k.onceTTL(coll, func(by string) (string, error) {
+		if by != "" {
+			return by, nil
+		}
+		idx, err := k.ttlIndex(ctx, coll, s.TTLField)
+		switch {
+		case err != nil:
+			return by, fmt.Errorf("listing the indexes of %s: %w", coll, err)
+		case idx.missing:
+			return by, nil
+		}
+		if err := k.applyTTL(ctx, coll, s, idx); err != nil {
+			return by, err
+		}
+		return ttlAtStart, nil
+	})
 }
 
 // settle logs the outcome of a TTL index change.

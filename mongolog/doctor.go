@@ -342,6 +342,16 @@ type ttlTarget struct {
 	dead         bool
 }
 
+// applied is when the plugin applies t's TTL to its existing collection:
+// ttl at start, without waiting for a write; dead_letter_ttl at the
+// collection's next write.
+func (t ttlTarget) applied() string {
+	if t.dead {
+		return "when it next parks a record there"
+	}
+	return "at start, without waiting for a write"
+}
+
 // checkTTLIndex compares the index on t.field with what t.ttl asks, and
 // returns whether there is an index on the field alone (as the plugin
 // finds it) and its expireAfterSeconds.
@@ -365,7 +375,7 @@ func (d *Doctor) checkTTLIndex(cfg *conf.Config, t ttlTarget, idx []index) (foun
 			d.report(CheckTTLIndex, t.target, SevProblem, fmt.Sprintf("%s is only in compound index %s: a TTL index must be on %s alone, so documents never expire by %s %s",
 				t.field, strings.Join(compound, ", "), t.field, t.key, keyDuration(t.ttl)), "create the index on "+t.field+" alone (the compound one can stay): "+create, nums)
 		case t.ttl > 0:
-			advice := "start the plugin with create_indexes on: it creates it before its first write to the collection (if it does not, its log says why: a server without TTL indexes); or " + create
+			advice := "start the plugin with create_indexes on: it creates it " + t.applied() + " (if it does not, its log says why: a server without TTL indexes); or " + create
 			if !cfg.CreateIndexes {
 				advice = "create_indexes is off, so the plugin does not create it: " + create
 			}
@@ -393,14 +403,14 @@ func (d *Doctor) judgeTTLIndex(t ttlTarget, ix index, want int64, nums map[strin
 	case t.ttl == 0:
 	case dir < 0:
 		d.report(CheckTTLIndex, t.target, SevProblem, fmt.Sprintf("index %s on %s is descending ({%s: -1}): the plugin finds and changes its TTL index as {%s: 1}, so a change of %s never reaches this one",
-			ix.name, t.field, t.field, t.field, t.key), fmt.Sprintf(`db.%s.dropIndex("%s"), then start the plugin: it creates {%s: 1} with expireAfterSeconds %d`, t.coll, ix.name, t.field, want), nums)
+			ix.name, t.field, t.field, t.field, t.key), fmt.Sprintf(`db.%s.dropIndex("%s"), then start the plugin: it creates {%s: 1} with expireAfterSeconds %d %s`, t.coll, ix.name, t.field, want, t.applied()), nums)
 	case ix.after == nil:
 		d.report(CheckTTLIndex, t.target, SevProblem, fmt.Sprintf("index %s {%s: 1} is a plain index, not a TTL index: documents never expire by %s %s", ix.name, t.field, t.key, keyDuration(t.ttl)),
-			"start the plugin: it makes it a TTL index in place (collMod, MongoDB 6.0+); or "+byName(want), nums)
+			"start the plugin: it makes it a TTL index in place (collMod, MongoDB 6.0+) "+t.applied()+"; or "+byName(want), nums)
 	case *ix.after != want:
 		d.report(CheckTTLIndex, t.target, SevProblem, fmt.Sprintf("index %s has expireAfterSeconds %d, %s asks %d (%s): documents leave by the index's value",
 			ix.name, *ix.after, t.key, want, keyDuration(t.ttl)),
-			"start the plugin with this configuration: it changes the index in place (a lower ttl above ttl_burst_limit first deletes at ttl_delete_rate); if it stays, its log says why; or "+byName(want), nums)
+			"start the plugin with this configuration: it changes the index in place "+t.applied()+" (a lower ttl above ttl_burst_limit first deletes at ttl_delete_rate); if it stays, its log says why; or "+byName(want), nums)
 	default:
 		d.report(CheckTTLIndex, t.target, SevOK, fmt.Sprintf("TTL index %s {%s: 1}, expireAfterSeconds %d as %s %s", ix.name, t.field, want, t.key, keyDuration(t.ttl)), "", nums)
 	}

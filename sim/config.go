@@ -28,8 +28,13 @@ type Config struct {
 	BucketKey            []string
 	// IDKey: flat documents take the record's "eid" field as their _id
 	// (id_key eid, id_action replace); Events is how many ids there are.
-	IDKey        bool
-	Events       int
+	IDKey  bool
+	Events int
+	// Keep: with a number of days, records go to daily partitions of
+	// the collection, partition_keep days are kept, and days pass in the
+	// run (at most Days) with the agents' retention dropping the
+	// partitions that fall out of the kept range (see drawParts).
+	Keep, Days   int
 	WriteBatch   int
 	FlushTimeout time.Duration
 	Restarts     int // process kills, at most
@@ -109,8 +114,17 @@ func drawIDs(ids *rand.Rand, c *Config) {
 	}
 }
 
+// drawParts draws, from a stream of its own, whether a run writes to
+// daily partitions with partition_keep (not with own ids: an id is one
+// document per partition).
+func drawParts(parts *rand.Rand, c *Config) {
+	if parts.IntN(3) == 0 && !c.IDKey {
+		c.Keep, c.Days = 1+parts.IntN(2), 1+parts.IntN(3)
+	}
+}
+
 func (c Config) String() string {
-	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, id_key %v (%d events), write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
+	return fmt.Sprintf("mode %s, %d agents x %d workers, %d chunks each of up to %d records (identical %.2f, repeats %.2f, poison %.2f, choke %.2f, hold %.2f), limits %+v, bucket %d records %d bytes window %s key %v, id_key %v (%d events), partition_keep %d (%d days pass), write_batch %d, flush_timeout %s, restarts %d, steps %d, faults %+v",
 		c.Mode, c.Agents, c.Workers, c.Chunks, c.MaxChunkRecords, c.Identical, c.Repeats, c.Poison, c.Choke, c.Hold, c.Limits,
-		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.IDKey, c.Events, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
+		c.MaxRecords, c.MaxBytes, c.Window, c.BucketKey, c.IDKey, c.Events, c.Keep, c.Days, c.WriteBatch, c.FlushTimeout, c.Restarts, c.Steps, c.Faults)
 }

@@ -46,11 +46,12 @@ const healSteps = 20000
 // bubble (see testing/synctest), whose clock it advances.
 func Run(seed uint64, tweak func(*Config)) Result {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
-	r := &run{rng: rng, net: &net{}, srv: server.New(), out: &outcomes{}}
+	r := &run{rng: rng, net: &net{}, srv: server.New(), out: &outcomes{}, expired: map[string]int{}}
 	r.jitterFrac = rng.Float64()
 	r.cfg = draw(rng)
 	r.ids = rand.New(rand.NewPCG(seed^0x1d5, seed))
 	drawIDs(r.ids, &r.cfg)
+	drawParts(rand.New(rand.NewPCG(seed^0x9a7, seed)), &r.cfg)
 	if tweak != nil {
 		tweak(&r.cfg)
 	}
@@ -80,23 +81,9 @@ func Run(seed uint64, tweak func(*Config)) Result {
 // traceState ends the trace of a failed run with what the server holds:
 // each document's _id, state and the records it stores.
 func (r *run) traceState() {
-	for _, coll := range []string{collection, deadLetters} {
+	for _, coll := range append(r.recordColls(), deadLetters) {
 		for _, d := range r.srv.Docs(coll) {
-			var rids []string
-			if logs, ok := d.Lookup(model.Logs).ArrayOK(); ok {
-				entries, _ := logs.Values()
-				for _, e := range entries {
-					rid, _ := ridOf(e.Document())
-					rids = append(rids, rid)
-				}
-			} else if coll == deadLetters {
-				rid, _ := parkedRid(d)
-				rids = append(rids, rid)
-			} else {
-				rid, _ := ridOf(d)
-				rids = append(rids, rid)
-			}
-			r.tracef("state %s %v sealed=%v: %s", coll, d.Lookup(model.ID), model.IsSealed(d), strings.Join(rids, " "))
+			r.tracef("state %s %v sealed=%v: %s", coll, d.Lookup(model.ID), model.IsSealed(d), strings.Join(ridsIn(d, coll), " "))
 		}
 	}
 }
@@ -140,6 +127,10 @@ type run struct {
 	held   []server.Op // commands in the network, applied later or never
 	res    Result
 	heal   bool
+	// expired: by rid, the copies of records in partitions dropped.
+	expired map[string]int
+	// retained: the last retention, once every chunk is answered Done.
+	retained bool
 
 	mu    sync.Mutex // guards trace and panic, written by the sink's goroutines
 	trace []string
@@ -213,6 +204,12 @@ func (r *run) loop() error {
 		}
 		if r.heal && len(pending) == 0 && r.done() {
 			synctest.Wait() // the killed processes' flushes end
+			if r.cfg.Keep > 0 && !r.retained {
+				// The next period's retention, with nothing in flight.
+				r.retained = true
+				r.retain(r.agents[0].proc)
+				continue
+			}
 			return nil
 		}
 		if step > r.cfg.Steps+healSteps {
@@ -237,6 +234,13 @@ func (r *run) act(pending []*call) {
 		r.held = slices.Delete(r.held, i, i+1)
 		r.res.Faults["late"]++
 		r.apply(op, "held, applied late")
+	case !r.heal && r.cfg.Days > 0 && r.rng.Float64() < 0.005:
+		r.cfg.Days--
+		r.res.Faults["a day passes"]++
+		r.tracef("a day passes")
+		time.Sleep(24 * time.Hour)
+	case r.cfg.Keep > 0 && r.rng.Float64() < 0.01:
+		r.retain(r.agents[r.rng.IntN(len(r.agents))].proc)
 	case !r.heal && r.cfg.Restarts > 0 && r.rng.Float64() < 0.01:
 		r.cfg.Restarts--
 		a := r.agents[r.rng.IntN(len(r.agents))]
@@ -458,7 +462,7 @@ func (r *run) deliver(c *call, f Faults) {
 	case below(f.Lost):
 		fault, res = "lost", failed(op, lost(nil))
 	case below(f.Unheard):
-		r.srv.Apply(op)
+		r.applyOp(op)
 		fault, res = "applied, reply lost", failed(op, lost(nil))
 	case write && below(f.Held):
 		r.hold(op, c.proc.name+" sent it")
@@ -470,7 +474,7 @@ func (r *run) deliver(c *call, f Faults) {
 	case op.Kind == server.Upserts && len(op.Ups) > 1 && below(f.Partial):
 		fault, res = "partial reply", r.partial(op)
 	default:
-		res = reply(r.srv.Apply(op))
+		res = reply(r.applyOp(op))
 	}
 	if fault != "" {
 		r.res.Faults[fault]++
@@ -484,8 +488,20 @@ func (r *run) apply(op server.Op, why string) {
 	if choked(op) {
 		return
 	}
-	res := reply(r.srv.Apply(op))
+	res := reply(r.applyOp(op))
 	r.tracef("%s: %s -> %s", why, describe(op), outcome(res))
+}
+
+// applyOp applies op to the server; a drop's records count as expired.
+func (r *run) applyOp(op server.Op) server.Reply {
+	if op.Kind == server.Drop {
+		for _, d := range r.srv.Docs(op.Coll) {
+			for _, rid := range ridsIn(d, op.Coll) {
+				r.expired[rid]++
+			}
+		}
+	}
+	return r.srv.Apply(op)
 }
 
 // partial applies the statements of an update command one by one up to

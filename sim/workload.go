@@ -11,10 +11,13 @@ import (
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/sim/server"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/sink"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/writer"
 )
@@ -256,6 +259,9 @@ func sinkOptions(cfg *Config, agentID string) sink.Options {
 	if cfg.IDKey {
 		opt.IDKey, opt.IDReplace = idField, true
 	}
+	if cfg.Keep > 0 {
+		opt.Partitions = layout.Partitions{Base: collection, Period: layout.Day, Keep: cfg.Keep}
+	}
 	if cfg.Mode == model.ModeBucket {
 		opt.Grouper = bucketer.Config{KeyPaths: cfg.BucketKey, Window: cfg.Window}
 	}
@@ -311,4 +317,65 @@ func (l *logger) Errorf(f string, args ...any) {
 	if !l.proc.dead() {
 		l.r.tracef("%s error: %s", l.proc.name, fmt.Sprintf(f, args...))
 	}
+}
+
+// retain runs the partition retention of process p, as the instance runs
+// it once a period: the partitions wholly before the kept range at the
+// process's clock (layout.Partitions.Old, the rule the plugin drops by)
+// are dropped, a drop command each through the network. The collections
+// are listed when the retention starts.
+func (r *run) retain(p *process) {
+	if p.dead() {
+		return
+	}
+	parts := layout.Partitions{Base: collection, Period: layout.Day, Keep: r.cfg.Keep}
+	old := parts.Old(r.srv.Collections(), time.Now())
+	if len(old) == 0 {
+		return
+	}
+	r.tracef("%s retention drops %v", p.name, old)
+	s := store{net: r.net, proc: p}
+	go func() {
+		ctx, cancel := context.WithTimeout(p.ctx, r.cfg.FlushTimeout)
+		defer cancel()
+		for _, coll := range old {
+			if res := s.do(ctx, server.Op{Kind: server.Drop, Coll: coll}); res.err != nil {
+				return // tried again at the next retention
+			}
+		}
+	}()
+}
+
+// ridsIn are the rids of the records document d of coll holds.
+func ridsIn(d bson.Raw, coll string) []string {
+	if logs, ok := d.Lookup(model.Logs).ArrayOK(); ok {
+		entries, _ := logs.Values()
+		var rids []string
+		for _, e := range entries {
+			rid, _ := ridOf(e.Document())
+			rids = append(rids, rid)
+		}
+		return rids
+	}
+	if coll == deadLetters {
+		rid, _ := parkedRid(d)
+		return []string{rid}
+	}
+	if model.IsSealed(d) {
+		return nil
+	}
+	rid, _ := ridOf(d)
+	return []string{rid}
+}
+
+// recordColls are the collections records are stored in: the collection,
+// or its partitions.
+func (r *run) recordColls() []string {
+	var out []string
+	for _, c := range r.srv.Collections() {
+		if c != deadLetters {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fluent-bit-out-mongodb/out_mongodb/bucketer"
+	"github.com/fluent-bit-out-mongodb/out_mongodb/errkind"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/layout"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/model"
 	"github.com/fluent-bit-out-mongodb/out_mongodb/parser"
@@ -68,6 +69,10 @@ type Options struct {
 	// collection from its tag and fields, in place of Collection and
 	// DeadLetter.
 	Targets *Targets
+	// OutagesReported: the caller logs when no server can be reached
+	// (errkind.NoServer), once per outage; a chunk given back for that
+	// is then logged at debug, not at warn with the driver's long error.
+	OutagesReported bool
 	// Limits bound what the process remembers; zero fields take the
 	// defaults. The simulator lowers them so that forgetting is reached.
 	Limits Limits
@@ -209,7 +214,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		if err := s.router.openExisting(ctx, s.log); err != nil {
 			s.account(batch, &res, err)
 			res.Status, res.Err = Retry, err
-			s.log.Warnf("chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)
+			s.retrying(err, "chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)
 			return res
 		}
 	}
@@ -229,7 +234,7 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		if occ.gen, err = s.nextGen(ctx, content, tag, batch, dests); err != nil {
 			s.account(batch, &res, err)
 			res.Status, res.Err = Retry, err
-			s.log.Warnf("chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)
+			s.retrying(err, "chunk (tag %q, %d records) will be retried: %v", tag, res.Records, err)
 			return res
 		}
 		probe = false
@@ -259,13 +264,23 @@ func (s *Sink) Flush(ctx context.Context, tag string, chunk []byte) Result {
 		s.contents.put(content, occ)
 		s.remember(f.id, &memo{parked: f.parkedSoFar(), limits: f.limits, drops: f.drops, accounted: f.accounted})
 		res.Status, res.Err = Retry, err
-		s.log.Warnf("chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
+		s.retrying(err, "chunk %s (tag %q, %d records) will be retried: %v", f.id, tag, res.Records, err)
 		return res
 	}
 	s.contents.put(content, occurrence{gen: occ.gen + 1, newest: occ.newest})
 	s.remember(f.id, nil)
 	s.log.Debugf("chunk %s (tag %q): %d records, %d stored, %d already stored, %d parked, %d groups", f.id, tag, res.Records, res.Stored, res.Found, res.Parked, res.Groups)
 	return res
+}
+
+// retrying logs a chunk given back for err: at warn, or at debug when
+// the caller reports the outage err is part of.
+func (s *Sink) retrying(err error, format string, args ...any) {
+	if s.opt.OutagesReported && errkind.NoServer(err) {
+		s.log.Debugf(format, args...)
+		return
+	}
+	s.log.Warnf(format, args...)
 }
 
 // nextGen is the generation after the newest one of content stored.

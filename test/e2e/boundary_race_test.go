@@ -184,8 +184,9 @@ func TestBoundaryExitNoLeak(t *testing.T) {
 		t.Errorf("goroutines left after Exit: %v", err)
 	}
 
-	// Also with the server unreachable (the ping still running at Exit).
-	bad := conf.Map{"uri": "mongodb://127.0.0.1:1/", "connect_timeout": "5s"}
+	// Also with the server unreachable (the ping, and the retention
+	// applied at start, still waiting for it at Exit).
+	bad := conf.Map{"uri": "mongodb://127.0.0.1:1/", "connect_timeout": "5s", "ttl": "12h", "partition": "day", "partition_keep": "3"}
 	in, err := instance.New(bad, "mongodb.1", log)
 	if err != nil {
 		t.Fatal(err)

@@ -145,7 +145,7 @@ func TestRealFluentBitServerDown(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	if !strings.Contains(out, "MongoDB is not reachable yet") || !strings.Contains(out, "will be retried") {
+	if !strings.Contains(out, "MongoDB is not reachable yet") || !strings.Contains(out, " is back after ") {
 		t.Errorf("no sign of the outage in the log:\n%s", out)
 	}
 	entries := checkBuckets(t, e.all("logs"), defaultLimits)

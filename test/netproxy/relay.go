@@ -22,7 +22,12 @@ type relay struct {
 // listen listens on 127.0.0.1 and runs pipe for each connection accepted,
 // to be forwarded to target (host:port).
 func (r *relay) listen(target string, pipe func(in net.Conn)) error {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return r.listenOn("127.0.0.1:0", target, pipe)
+}
+
+// listenOn is listen on addr.
+func (r *relay) listenOn(addr, target string, pipe func(in net.Conn)) error {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
