@@ -15,7 +15,7 @@ VERSION_FLAG := -X github.com/fluent-bit-out-mongodb/out_mongodb/version.Version
 # a run that found nothing. 30000 runs take about 5 to 15 s per target here.
 FUZZTIME ?= 30000x
 
-.PHONY: build test unit integration arm64-test arm64-test-if-tools fuzz-short fuzz sim run serve bench soak dist clean
+.PHONY: build test unit integration arm64-test arm64-test-if-tools fuzz-short fuzz sim run serve bench soak dist clean mongosh
 
 build: $(SO) build/mongolog
 
@@ -98,6 +98,18 @@ arm64-test-if-tools:
 	else \
 		echo "SKIP arm64-test: $(CC_arm64), $(QEMU_AARCH64) or $(ARM64_SYSROOT) missing (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user; .ci/run does)"; \
 	fi
+
+# mongosh from npm, pinned, in build/mongosh, where the test of the README's
+# mongosh snippets (TestReadmeMongoshSnippetsRun in test/e2e) finds it; it
+# skips without one, and fails under CI=true (.ci/run installs it).
+MONGOSH_VERSION ?= 2.12.0
+mongosh: build/mongosh/.installed-$(MONGOSH_VERSION)
+
+build/mongosh/.installed-%:
+	@command -v npm >/dev/null 2>&1 || { echo "make mongosh: npm is not installed (on Debian or Ubuntu: apt-get install npm)" >&2; exit 1; }
+	npm install --prefix build/mongosh --no-audit --no-fund --save-exact --loglevel=error mongosh@$*
+	@build/mongosh/node_modules/.bin/mongosh --version
+	@touch $@
 
 # The delivery simulator for SEEDS seeded runs from seed FROM: runs/s,
 # faults injected by kind, the oracle's counts, and the first broken
