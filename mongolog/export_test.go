@@ -524,6 +524,7 @@ func TestExportPruneKeepsAReplacedDocument(t *testing.T) {
 		t.Errorf("E1 after the prune: %v, %v; want version 2 kept", d, err)
 	}
 }
+
 // exportCommands are the commands a Reader's client sends, counted by a
 // command monitor; ctx is cancelled once they pass limit, so that a run
 // that walks the calendar stops early.
