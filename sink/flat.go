@@ -73,6 +73,7 @@ func (s *Sink) sortFlat(f *flush, recs []*parser.Record) (inserts, replaces []*p
 			last = append(last, r)
 		}
 	}
+	f.storedBefore += len(replaces) - len(last)
 	return inserts, last
 }
 
