@@ -119,9 +119,10 @@ func (r *run) check() error {
 }
 
 // checkVersions checks id_action replace: the document of each own id
-// holds the version of the chunk answered Done last, the one whose last
-// flush started last (or of a chunk whose flush overlapped that one's),
-// unless every such version was parked; then any version, or none.
+// holds the version of a chunk answered Done last: one whose record was
+// not parked and after whose answer no other such chunk's flush started
+// (flushes that overlap are in either order). With every version parked,
+// any version, or none.
 func (r *run) checkVersions(holds map[string]string, parked map[string]int) []error {
 	if !r.cfg.IDKey {
 		return nil
@@ -137,33 +138,29 @@ func (r *run) checkVersions(holds map[string]string, parked map[string]int) []er
 				continue
 			}
 			for _, eid := range c.content.eids {
-				if eid == "" || slices.ContainsFunc(byID[eid], func(f flushOf) bool { return f.started == c.started && f.rid == c.content.lastOf(eid) }) {
-					continue
+				f := flushOf{c.content.lastOf(eid), c.started, c.ackedAt}
+				if eid != "" && parked[f.rid] == 0 && !slices.Contains(byID[eid], f) {
+					byID[eid] = append(byID[eid], f)
 				}
-				byID[eid] = append(byID[eid], flushOf{c.content.lastOf(eid), c.started, c.ackedAt})
 			}
 		}
 	}
 	var errs []error
 	for _, eid := range slices.Sorted(maps.Keys(byID)) {
 		fs := byID[eid]
-		last := slices.MaxFunc(fs, func(a, b flushOf) int { return a.started - b.started })
-		var latest []string
-		allParked := true
+		var last []string
 		for _, f := range fs {
-			if f.started == last.started || f.ackedAt > last.started {
-				latest = append(latest, f.rid)
-				allParked = allParked && parked[f.rid] > 0
+			if !slices.ContainsFunc(fs, func(g flushOf) bool { return g.started > f.ackedAt }) && !slices.Contains(last, f.rid) {
+				last = append(last, f.rid)
 			}
 		}
 		got, ok := holds[eid]
 		switch {
-		case ok && slices.Contains(latest, got):
-		case allParked:
+		case ok && slices.Contains(last, got):
 		case !ok:
-			errs = append(errs, fmt.Errorf("event %s: no document, the last version answered Done is %s", eid, strings.Join(latest, " or ")))
+			errs = append(errs, fmt.Errorf("event %s: no document, the last version answered Done is %s", eid, strings.Join(last, " or ")))
 		default:
-			errs = append(errs, fmt.Errorf("event %s: the document holds %s, the last version answered Done is %s", eid, got, strings.Join(latest, " or ")))
+			errs = append(errs, fmt.Errorf("event %s: the document holds %s, the last version answered Done is %s", eid, got, strings.Join(last, " or ")))
 		}
 	}
 	return errs

@@ -52,7 +52,12 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	r.ids = rand.New(rand.NewPCG(seed^0x1d5, seed))
 	drawIDs(r.ids, &r.cfg)
 	drawParts(rand.New(rand.NewPCG(seed^0x9a7, seed)), &r.cfg)
-	drawAims(rand.New(rand.NewPCG(seed^0xa1, seed)), &r.cfg)
+	aims := rand.New(rand.NewPCG(seed^0xa1, seed))
+	drawAims(aims, &r.cfg)
+	if r.cfg.HoldParks > 0 {
+		// Dead letters held land among the retries that heal the run.
+		r.lateHeal = 0.5
+	}
 	if tweak != nil {
 		tweak(&r.cfg)
 	}
@@ -132,6 +137,9 @@ type run struct {
 	expired map[string]int
 	// retained: the last retention, once every chunk is answered Done.
 	retained bool
+	// lateHeal: while healing, the chance a step goes on with the flushes
+	// before the next held command lands (0: held commands land first).
+	lateHeal float64
 
 	mu    sync.Mutex // guards trace and panic, written by the sink's goroutines
 	trace []string
@@ -197,13 +205,13 @@ func (r *run) loop() error {
 		r.collect()
 		pending, abandoned := r.net.waiting()
 		r.decideAbandoned(abandoned)
-		if r.heal && len(r.held) > 0 {
+		if r.heal && len(r.held) > 0 && (r.lateHeal == 0 || r.rng.Float64() >= r.lateHeal) {
 			op := r.held[0]
 			r.held = r.held[1:]
 			r.apply(op, "held, applied late")
 			continue
 		}
-		if r.heal && len(pending) == 0 && r.done() {
+		if r.heal && len(pending) == 0 && len(r.held) == 0 && r.done() {
 			synctest.Wait() // the killed processes' flushes end
 			if r.cfg.Keep > 0 && !r.retained {
 				// The next period's retention, with nothing in flight.
