@@ -140,6 +140,9 @@ func drawParts(parts *rand.Rand, c *Config) {
 func drawAims(aims *rand.Rand, c *Config) {
 	if aims.IntN(4) == 0 {
 		c.HoldParks = []float64{0.3, 0.7}[aims.IntN(2)]
+		// Restarts: a new process knows nothing of the parks whose dead
+		// letters are on their way.
+		c.Restarts = max(c.Restarts, 1+aims.IntN(3))
 	}
 }
 
