@@ -52,8 +52,7 @@ func Run(seed uint64, tweak func(*Config)) Result {
 	r.ids = rand.New(rand.NewPCG(seed^0x1d5, seed))
 	drawIDs(r.ids, &r.cfg)
 	drawParts(rand.New(rand.NewPCG(seed^0x9a7, seed)), &r.cfg)
-	aims := rand.New(rand.NewPCG(seed^0xa1, seed))
-	drawAims(aims, &r.cfg)
+	drawAims(rand.New(rand.NewPCG(seed^0xa1, seed)), &r.cfg)
 	if r.cfg.HoldParks > 0 {
 		// Dead letters held land among the retries that heal the run.
 		r.lateHeal = 0.5
