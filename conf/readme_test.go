@@ -66,3 +66,56 @@ func TestReadmeNamesEveryPackage(t *testing.T) {
 		t.Errorf("README's Development section names %d packages: %v", len(named), named)
 	}
 }
+
+// The README is in the order its readers need: a table of contents that
+// lists every section and subsection in order, then how to start, install
+// and configure the plugin and query what it stored, before the document
+// model and the delivery semantics; a note for users of
+// fluent-plugin-mongo; and the delivery internals in a design document of
+// their own, which the README links.
+func TestReadmeOrder(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var headings, listed []string
+	inContents, inFence := false, false
+	for line := range strings.Lines(string(readme)) {
+		line = strings.TrimRight(line, "\n")
+		if strings.HasPrefix(line, "```") {
+			inFence = !inFence
+		}
+		switch {
+		case inFence:
+		case line == "## Contents":
+			inContents = true
+		case strings.HasPrefix(line, "## "), strings.HasPrefix(line, "### "):
+			inContents = false
+			headings = append(headings, strings.TrimLeft(line, "# "))
+		case inContents && strings.Contains(line, "- ["):
+			title, _, _ := strings.Cut(line[strings.Index(line, "- [")+3:], "](")
+			listed = append(listed, title)
+		}
+	}
+	if strings.Join(listed, "\n") != strings.Join(headings, "\n") {
+		t.Errorf("the Contents list\n  %s\nwant every section in order\n  %s", strings.Join(listed, "\n  "), strings.Join(headings, "\n  "))
+	}
+	at := map[string]int{}
+	for i, h := range headings {
+		at[h] = i + 1
+	}
+	order := []string{"Quick start", "Install", "Configuration", "Querying from mongosh", "Coming from fluent-plugin-mongo", "Document model", "Delivery semantics"}
+	for i, h := range order {
+		if at[h] == 0 {
+			t.Errorf("README has no section %q", h)
+		} else if i > 0 && at[order[i-1]] > at[h] {
+			t.Errorf("section %q comes before %q; want %s", order[i-1], h, strings.Join(order, ", "))
+		}
+	}
+	if !strings.Contains(string(readme), "(docs/delivery.md)") {
+		t.Error("README does not link the design document docs/delivery.md")
+	}
+	if _, err := os.Stat("../docs/delivery.md"); err != nil {
+		t.Error(err)
+	}
+}
