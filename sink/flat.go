@@ -56,16 +56,7 @@ func (s *Sink) sortFlat(f *flush, recs []*parser.Record) (inserts, replaces []*p
 			inserts = append(inserts, r)
 		}
 	}
-	// The last of each id in the whole chunk, parked or not: a record an
-	// earlier attempt parked still stands for the ones before it.
-	lastOf := map[string]int{}
-	for i := range f.batch.Records {
-		r := &f.batch.Records[i]
-		if _, own, _ := s.idOf(r.Doc); own {
-			id := r.Doc.Lookup(model.ID)
-			lastOf[string(append([]byte{byte(id.Type)}, id.Data...))] = r.Index
-		}
-	}
+	lastOf := s.lastOfOwn(f)
 	last := replaces[:0:0]
 	for _, r := range replaces {
 		id := r.Doc.Lookup(model.ID)
@@ -75,6 +66,25 @@ func (s *Sink) sortFlat(f *flush, recs []*parser.Record) (inserts, replaces []*p
 	}
 	f.storedBefore += len(replaces) - len(last)
 	return inserts, last
+}
+
+// lastOfOwn is, by own id, the index of the last record of it in the whole
+// chunk, parked or not (a record an earlier attempt parked still stands
+// for the ones before it): made once per flush, whatever the collections
+// its records go to.
+func (s *Sink) lastOfOwn(f *flush) map[string]int {
+	if f.lastOwn != nil {
+		return f.lastOwn
+	}
+	f.lastOwn = map[string]int{}
+	for i := range f.batch.Records {
+		r := &f.batch.Records[i]
+		if _, own, _ := s.idOf(r.Doc); own {
+			id := r.Doc.Lookup(model.ID)
+			f.lastOwn[string(append([]byte{byte(id.Type)}, id.Data...))] = r.Index
+		}
+	}
+	return f.lastOwn
 }
 
 // putFlat inserts recs into coll, or with replace replaces the documents

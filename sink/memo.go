@@ -27,6 +27,9 @@ type flush struct {
 	// accounted counts the records this process has counted as stored or
 	// found, over this attempt and the earlier ones (see memo).
 	accounted int
+	// lastOwn: by own id (id_action replace), the index of the chunk's
+	// last record of it; made once per flush (see lastOfOwn).
+	lastOwn map[string]int
 }
 
 // memo is what an unfinished flush of a chunk learnt: the records it found
